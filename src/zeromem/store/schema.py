@@ -1,0 +1,129 @@
+"""Versioned schema with forward-only migrations.
+
+Each entry of MIGRATIONS moves a database from version i to i+1 and runs inside one
+transaction, so a file is always at exactly one version. A file written by a newer zeromem
+(a version above len(MIGRATIONS)) is refused instead of being silently misread.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ..errors import StoreError
+
+MIGRATIONS: list[str] = [
+    # v1: the source of record.
+    """
+    CREATE TABLE traces (
+        rowid_ INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_key TEXT NOT NULL,
+        agent_key TEXT NOT NULL,
+        session TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        speaker TEXT,
+        role TEXT NOT NULL,
+        session_time TEXT,
+        event_time TEXT,
+        recorded_at TEXT NOT NULL,
+        source_id TEXT,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        attachments TEXT NOT NULL DEFAULT '[]',
+        version INTEGER NOT NULL DEFAULT 1,
+        has_session INTEGER NOT NULL DEFAULT 1
+    );
+    CREATE INDEX traces_scope_session ON traces(user_key, agent_key, session, seq);
+    CREATE INDEX traces_scope_time ON traces(user_key, agent_key, event_time);
+    CREATE TABLE trace_history (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        trace_rowid INTEGER NOT NULL,
+        user_key TEXT NOT NULL,
+        agent_key TEXT NOT NULL,
+        event TEXT NOT NULL,
+        at TEXT NOT NULL,
+        old_text TEXT,
+        new_text TEXT,
+        old_metadata TEXT,
+        new_metadata TEXT
+    );
+    CREATE INDEX trace_history_trace ON trace_history(trace_rowid);
+    CREATE TABLE scope_versions (
+        user_key TEXT NOT NULL,
+        agent_key TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        PRIMARY KEY (user_key, agent_key)
+    );
+    """,
+    # v2: derived units (turn/span/window/episode) and their encodings. Rebuildable from v1.
+    """
+    CREATE TABLE dirty_sessions (
+        user_key TEXT NOT NULL,
+        agent_key TEXT NOT NULL,
+        session TEXT NOT NULL,
+        PRIMARY KEY (user_key, agent_key, session)
+    );
+    CREATE TABLE units (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_key TEXT NOT NULL,
+        agent_key TEXT NOT NULL,
+        session TEXT NOT NULL,
+        level TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        text_hash TEXT NOT NULL,
+        trace_rowids TEXT NOT NULL,
+        first_seq INTEGER NOT NULL,
+        last_seq INTEGER NOT NULL,
+        speaker TEXT,
+        time TEXT
+    );
+    CREATE INDEX units_scope ON units(user_key, agent_key, session, level, position);
+    CREATE TABLE unit_vectors (
+        unit_id INTEGER PRIMARY KEY REFERENCES units(id) ON DELETE CASCADE,
+        model TEXT NOT NULL,
+        vec BLOB NOT NULL
+    );
+    CREATE TABLE unit_mentions (
+        unit_id INTEGER NOT NULL REFERENCES units(id) ON DELETE CASCADE,
+        entity TEXT NOT NULL,
+        label TEXT NOT NULL,
+        surface TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (unit_id, entity)
+    );
+    CREATE INDEX unit_mentions_entity ON unit_mentions(entity);
+    CREATE TABLE encoder_timings (
+        encoder TEXT PRIMARY KEY,
+        seconds REAL NOT NULL,
+        items INTEGER NOT NULL
+    );
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring ``conn``'s database to SCHEMA_VERSION; returns the version it started at."""
+    start = conn.execute("PRAGMA user_version").fetchone()[0]
+    if start > SCHEMA_VERSION:
+        raise StoreError(
+            f"this database has schema version {start}, newer than this zeromem understands "
+            f"({SCHEMA_VERSION}): upgrade zeromem to open it"
+        )
+    for version in range(start, SCHEMA_VERSION):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have migrated while we waited for the write lock.
+            if conn.execute("PRAGMA user_version").fetchone()[0] > version:
+                conn.execute("ROLLBACK")
+                continue
+            for statement in MIGRATIONS[version].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {version + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return start

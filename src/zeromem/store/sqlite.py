@@ -1,0 +1,409 @@
+"""SQLite trace store: the embedded source of record.
+
+Every public write runs in one ``BEGIN IMMEDIATE`` transaction (WAL mode), so a batch lands
+whole or not at all, even if the process is killed mid-write, and several processes can write
+to one file: SQLite serializes them and ``busy_timeout`` plus a bounded retry absorbs waits.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from ..errors import InvalidInput, NotFound, StoreError
+from ..types import HistoryEvent, Scope, Trace
+from . import validate
+from .schema import migrate
+
+_ID_RE = re.compile(r"^t(\d{1,18})$")
+_META_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_LOCK_RETRIES = 20
+
+
+@dataclass(slots=True)
+class TraceDraft:
+    """What a caller supplies for a new trace; checked and normalized before storing."""
+
+    text: Any
+    session: Any = None
+    speaker: Any = None
+    role: Any = None
+    session_time: Any = None
+    event_time: Any = None
+    seq: Any = None
+    source_id: Any = None
+    metadata: Any = None
+    attachments: Any = None
+
+
+@dataclass(slots=True)
+class _CleanDraft:
+    text: str
+    session: str
+    has_session: bool
+    speaker: str | None
+    role: str
+    session_time: str | None
+    event_time: str | None
+    seq: int | None
+    source_id: str | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    attachments: tuple[str, ...] = ()
+
+
+def trace_id(rowid: int) -> str:
+    return f"t{rowid}"
+
+
+def parse_trace_id(value: Any) -> int:
+    if not isinstance(value, str):
+        raise InvalidInput(f"a trace id is a string like 't42', got {type(value).__name__}")
+    match = _ID_RE.match(value.strip())
+    if not match:
+        raise NotFound(f"no trace with id {value!r}: ids look like 't42' (see `zeromem list`)")
+    return int(match.group(1))
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+class TraceStore:
+    """Verbatim traces, their history, scope versions, and the connection for derived tables."""
+
+    def __init__(self, path: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
+                 timeout_s: float = 30.0) -> None:
+        self.path = str(path)
+        self.max_text_chars = max_text_chars
+        if self.path != ":memory:":
+            parent = Path(self.path).expanduser().resolve().parent
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the folder for {self.path}: {exc}") from None
+        try:
+            self.conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None,
+                                        check_same_thread=False)
+            self.conn.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
+            if self.path != ":memory:":
+                self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            migrate(self.conn)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open {self.path} as a zeromem store: {exc}") from None
+        self._lock = threading.RLock()
+
+    # -- plumbing -----------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write: BEGIN IMMEDIATE, retried while another writer holds the lock."""
+        with self._lock:
+            for attempt in range(_LOCK_RETRIES):
+                try:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) and "busy" not in str(exc):
+                        raise StoreError(f"cannot start a write on {self.path}: {exc}") from None
+                    time.sleep(min(0.05 * (attempt + 1), 1.0))
+            else:
+                raise StoreError(f"{self.path} stayed locked by another writer; try again")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            else:
+                try:
+                    self.conn.execute("COMMIT")
+                except sqlite3.DatabaseError as exc:
+                    self.conn.execute("ROLLBACK")
+                    raise StoreError(f"commit failed on {self.path}: {exc}") from None
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        with self._lock:
+            return self.conn.execute(sql, params).fetchall()
+
+    # -- writes -------------------------------------------------------------------------
+    def clean(self, draft: TraceDraft) -> _CleanDraft:
+        limit = self.max_text_chars
+        session = validate.clean_optional_str(draft.session, "session")
+        seq = draft.seq
+        if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 0):
+            raise InvalidInput(f"seq must be a non-negative int, got {seq!r}")
+        return _CleanDraft(
+            text=validate.clean_text(draft.text, max_chars=limit),
+            session=session or "",
+            has_session=session is not None,
+            speaker=validate.clean_optional_str(draft.speaker, "speaker"),
+            role=validate.clean_role(draft.role),
+            session_time=validate.clean_time(draft.session_time, "session_time"),
+            event_time=validate.clean_time(draft.event_time, "event_time"),
+            seq=seq,
+            source_id=validate.clean_optional_str(draft.source_id, "source_id"),
+            metadata=validate.clean_metadata(draft.metadata),
+            attachments=validate.clean_attachments(draft.attachments, max_chars=limit),
+        )
+
+    def add_many(self, drafts: Sequence[TraceDraft], scope: Scope) -> list[str]:
+        """Validate every draft first, then store all of them in one transaction."""
+        if not isinstance(drafts, (list, tuple)):
+            raise InvalidInput("add_many takes a list of traces")
+        cleaned = []
+        for index, draft in enumerate(drafts):
+            try:
+                cleaned.append(self.clean(draft))
+            except InvalidInput as exc:
+                raise InvalidInput(f"trace #{index}: {exc}") from None
+        if not cleaned:
+            return []
+        user, agent = _scope_key(scope)
+        now = _now()
+        ids: list[str] = []
+        with self.transaction() as conn:
+            next_seq: dict[str, int] = {}
+            for item in cleaned:
+                if item.seq is None:
+                    if item.session not in next_seq:
+                        row = conn.execute(
+                            "SELECT MAX(seq) FROM traces WHERE user_key=? AND agent_key=? AND session=?",
+                            (user, agent, item.session)).fetchone()
+                        next_seq[item.session] = -1 if row[0] is None else row[0]
+                    next_seq[item.session] += 1
+                    seq = next_seq[item.session]
+                else:
+                    seq = item.seq
+                    next_seq[item.session] = max(next_seq.get(item.session, -1), seq)
+                meta = json.dumps(item.metadata, ensure_ascii=False, sort_keys=True)
+                cur = conn.execute(
+                    "INSERT INTO traces (user_key, agent_key, session, seq, text, speaker, role,"
+                    " session_time, event_time, recorded_at, source_id, metadata, attachments,"
+                    " has_session) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (user, agent, item.session, seq, item.text, item.speaker, item.role,
+                     item.session_time, item.event_time, now, item.source_id, meta,
+                     json.dumps(list(item.attachments), ensure_ascii=False), int(item.has_session)))
+                rowid = cur.lastrowid
+                conn.execute(
+                    "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at,"
+                    " new_text, new_metadata) VALUES (?,?,?,?,?,?,?)",
+                    (rowid, user, agent, "add", now, item.text, meta))
+                ids.append(trace_id(rowid))
+            for session in next_seq:
+                _mark_dirty(conn, user, agent, session)
+            _bump_version(conn, user, agent)
+        return ids
+
+    def update(self, tid: str, scope: Scope, *, text: Any = None, metadata: Any = None) -> Trace:
+        """Replace text and/or metadata; the previous version stays in the history."""
+        if text is None and metadata is None:
+            raise InvalidInput("update needs new text, new metadata, or both")
+        new_text = validate.clean_text(text, max_chars=self.max_text_chars) if text is not None else None
+        new_meta = validate.clean_metadata(metadata) if metadata is not None else None
+        rowid = parse_trace_id(tid)
+        user, agent = _scope_key(scope)
+        with self.transaction() as conn:
+            row = conn.execute(
+                "SELECT text, metadata, session FROM traces WHERE rowid_=? AND user_key=? AND agent_key=?",
+                (rowid, user, agent)).fetchone()
+            if row is None:
+                raise NotFound(_not_found(tid, scope))
+            old_text, old_meta, session = row
+            text_out = new_text if new_text is not None else old_text
+            meta_out = (json.dumps(new_meta, ensure_ascii=False, sort_keys=True)
+                        if new_meta is not None else old_meta)
+            conn.execute("UPDATE traces SET text=?, metadata=?, version=version+1 WHERE rowid_=?",
+                         (text_out, meta_out, rowid))
+            conn.execute(
+                "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at, old_text,"
+                " new_text, old_metadata, new_metadata) VALUES (?,?,?,?,?,?,?,?,?)",
+                (rowid, user, agent, "update", _now(), old_text, text_out, old_meta, meta_out))
+            _mark_dirty(conn, user, agent, session)
+            _bump_version(conn, user, agent)
+        return self.get(tid, scope)
+
+    def delete(self, tid: str, scope: Scope) -> None:
+        """Remove a trace from the record (its history keeps a 'delete' event)."""
+        rowid = parse_trace_id(tid)
+        user, agent = _scope_key(scope)
+        with self.transaction() as conn:
+            row = conn.execute(
+                "SELECT text, metadata, session FROM traces WHERE rowid_=? AND user_key=? AND agent_key=?",
+                (rowid, user, agent)).fetchone()
+            if row is None:
+                raise NotFound(_not_found(tid, scope))
+            conn.execute("DELETE FROM traces WHERE rowid_=?", (rowid,))
+            conn.execute(
+                "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at, old_text,"
+                " old_metadata) VALUES (?,?,?,?,?,?,?)",
+                (rowid, user, agent, "delete", _now(), row[0], row[1]))
+            _mark_dirty(conn, user, agent, row[2])
+            _bump_version(conn, user, agent)
+
+    def delete_scope(self, scope: Scope) -> int:
+        """Remove every trace, history event and derived unit of one scope; returns the count."""
+        user, agent = _scope_key(scope)
+        with self.transaction() as conn:
+            count = conn.execute("DELETE FROM traces WHERE user_key=? AND agent_key=?",
+                                 (user, agent)).rowcount
+            for table in ("trace_history", "units", "dirty_sessions"):
+                conn.execute(f"DELETE FROM {table} WHERE user_key=? AND agent_key=?", (user, agent))
+            _bump_version(conn, user, agent)
+        return count
+
+    # -- reads --------------------------------------------------------------------------
+    def get(self, tid: str, scope: Scope) -> Trace:
+        rowid = parse_trace_id(tid)
+        user, agent = _scope_key(scope)
+        rows = self.read(f"SELECT {_COLUMNS} FROM traces WHERE rowid_=? AND user_key=? AND agent_key=?",
+                         (rowid, user, agent))
+        if not rows:
+            raise NotFound(_not_found(tid, scope))
+        return _row_to_trace(rows[0])
+
+    def get_rowids(self, rowids: Sequence[int]) -> dict[int, Trace]:
+        out: dict[int, Trace] = {}
+        ids = list(rowids)
+        for start in range(0, len(ids), 900):
+            chunk = ids[start:start + 900]
+            marks = ",".join("?" * len(chunk))
+            for row in self.read(f"SELECT {_COLUMNS} FROM traces WHERE rowid_ IN ({marks})", chunk):
+                out[row[0]] = _row_to_trace(row)
+        return out
+
+    def list(self, scope: Scope, *, session: str | None = None, since: Any = None,
+             until: Any = None, metadata: dict[str, Any] | None = None,
+             limit: int | None = None, offset: int = 0) -> list[Trace]:
+        """Traces of one scope in (session, seq) order, optionally filtered."""
+        user, agent = _scope_key(scope)
+        where = ["user_key=?", "agent_key=?"]
+        params: list[Any] = [user, agent]
+        if session is not None:
+            where.append("session=?")
+            params.append(validate.clean_optional_str(session, "session") or "")
+        time_expr = "COALESCE(event_time, session_time, recorded_at)"
+        if since is not None:
+            where.append(f"{time_expr} >= ?")
+            params.append(validate.clean_time(since, "since"))
+        if until is not None:
+            where.append(f"{time_expr} <= ?")
+            params.append(validate.clean_time(until, "until"))
+        for key, value in validate.clean_metadata(metadata).items():
+            if not _META_KEY_RE.match(key):
+                raise InvalidInput(f"metadata filter key {key!r} must be a plain identifier")
+            if not isinstance(value, (str, int, float, bool)) and value is not None:
+                raise InvalidInput(f"metadata filter value for {key!r} must be a scalar")
+            if value is None:
+                where.append(f"json_extract(metadata, '$.{key}') IS NULL")
+            else:
+                where.append(f"json_extract(metadata, '$.{key}') = ?")
+                params.append(int(value) if isinstance(value, bool) else value)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidInput(f"limit must be a non-negative int, got {limit!r}")
+        sql = (f"SELECT {_COLUMNS} FROM traces WHERE {' AND '.join(where)} "
+               f"ORDER BY session_time IS NULL, session_time, session, seq, rowid_")
+        if limit is not None:
+            sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
+        return [_row_to_trace(row) for row in self.read(sql, params)]
+
+    def history(self, tid: str, scope: Scope) -> list[HistoryEvent]:
+        rowid = parse_trace_id(tid)
+        user, agent = _scope_key(scope)
+        rows = self.read(
+            "SELECT event, at, old_text, new_text, old_metadata, new_metadata FROM trace_history"
+            " WHERE trace_rowid=? AND user_key=? AND agent_key=? ORDER BY id", (rowid, user, agent))
+        if not rows:
+            raise NotFound(_not_found(tid, scope))
+        return [HistoryEvent(tid, ev, at, old, new, _load(om), _load(nm))
+                for ev, at, old, new, om, nm in rows]
+
+    def scope_version(self, scope: Scope) -> int:
+        rows = self.read("SELECT version FROM scope_versions WHERE user_key=? AND agent_key=?",
+                         _scope_key(scope))
+        return rows[0][0] if rows else 0
+
+    def scopes(self) -> list[Scope]:
+        rows = self.read("SELECT DISTINCT user_key, agent_key FROM traces ORDER BY 1, 2")
+        return [Scope(u or None, a or None) for u, a in rows]
+
+    def stats(self, scope: Scope | None = None) -> dict[str, Any]:
+        if scope is None:
+            where, params = "", ()
+        else:
+            where, params = "WHERE user_key=? AND agent_key=?", _scope_key(scope)
+        traces, sessions, chars = self.read(
+            f"SELECT COUNT(*), COUNT(DISTINCT user_key||'\x1f'||agent_key||'\x1f'||session),"
+            f" COALESCE(SUM(LENGTH(text)), 0) FROM traces {where}", params)[0]
+        events = dict(self.read(f"SELECT event, COUNT(*) FROM trace_history {where} GROUP BY event",
+                                params))
+        speakers = dict(self.read(
+            f"SELECT COALESCE(speaker, ''), COUNT(*) FROM traces {where} GROUP BY 1 ORDER BY 1", params))
+        span = self.read(f"SELECT MIN(COALESCE(event_time, session_time)),"
+                         f" MAX(COALESCE(event_time, session_time)) FROM traces {where}", params)[0]
+        units = dict(self.read(f"SELECT level, COUNT(*) FROM units {where} GROUP BY level", params))
+        return {
+            "path": self.path,
+            "traces": traces,
+            "sessions": sessions,
+            "characters": chars,
+            "scopes": len(self.scopes()) if scope is None else 1,
+            "speakers": speakers,
+            "history_events": events,
+            "first_time": span[0],
+            "last_time": span[1],
+            "units": units,
+        }
+
+
+_COLUMNS = ("rowid_, text, user_key, agent_key, session, has_session, session_time, speaker, role,"
+            " event_time, recorded_at, seq, source_id, metadata, attachments, version")
+
+
+def _row_to_trace(row: tuple) -> Trace:
+    (rowid, text, user, agent, session, has_session, session_time, speaker, role, event_time,
+     recorded_at, seq, source_id, metadata, attachments, version) = row
+    return Trace(
+        id=trace_id(rowid), text=text, user=user or None, agent=agent or None,
+        session=session if has_session else None, session_time=session_time, speaker=speaker,
+        role=role, event_time=event_time, recorded_at=recorded_at, seq=seq, source_id=source_id,
+        metadata=json.loads(metadata), attachments=tuple(json.loads(attachments)), version=version)
+
+
+def _scope_key(scope: Scope) -> tuple[str, str]:
+    if not isinstance(scope, Scope):
+        raise InvalidInput("scope must be a zeromem Scope")
+    for part, name in ((scope.user, "user"), (scope.agent, "agent")):
+        if part is not None and not isinstance(part, str):
+            raise InvalidInput(f"{name} must be a string or None, got {type(part).__name__}")
+    return scope.key
+
+
+def _mark_dirty(conn: sqlite3.Connection, user: str, agent: str, session: str) -> None:
+    conn.execute("INSERT OR IGNORE INTO dirty_sessions VALUES (?,?,?)", (user, agent, session))
+
+
+def _bump_version(conn: sqlite3.Connection, user: str, agent: str) -> None:
+    conn.execute(
+        "INSERT INTO scope_versions VALUES (?,?,1) ON CONFLICT(user_key, agent_key)"
+        " DO UPDATE SET version = version + 1", (user, agent))
+
+
+def _load(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+def _not_found(tid: str, scope: Scope) -> str:
+    where = f"user={scope.user!r}, agent={scope.agent!r}"
+    return f"no trace {tid!r} in scope ({where}): check the id and the --user/--agent you passed"
