@@ -7,9 +7,15 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .config import Config, default_db_path
+from .encoders.bundle import Encoders
 from .errors import InvalidInput
+from .indexes.indexer import Indexer, RefreshReport
+from .ingest import check_conversations, load_file
+from .retrieval.engine import SearchResult
+from .retrieval.render import RenderedContext
+from .retrieval.service import Retriever
 from .store import TraceDraft, TraceStore
-from .types import HistoryEvent, Scope, Trace
+from .types import Evidence, HistoryEvent, Scope, Trace
 
 _UNSET: Any = object()
 _DRAFT_FIELDS = set(TraceDraft.__slots__)
@@ -30,8 +36,12 @@ class Memory:
         self.store = TraceStore(path if path is not None else default_db_path(),
                                 max_text_chars=self.config.max_text_chars)
         self.scope = Scope(user, agent)
-        self._engines: dict[tuple[str, str], Any] = {}
-        self._encoders: Any = None
+        self.encoders = Encoders(self.config.encoders)
+        retrieval = self.config.retrieval
+        self.indexer = Indexer(self.store, lambda: self.encoders, window_turns=retrieval.window_turns,
+                               stride=retrieval.window_stride)
+        self.retriever = Retriever(self.store, self.indexer, self.encoders, retrieval)
+        self.last_result: SearchResult | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
     @property
@@ -71,6 +81,19 @@ class Memory:
         drafts = [_to_draft(item, index) for index, item in enumerate(traces)]
         return self.store.add_many(drafts, self._scope(user, agent))
 
+    def import_file(self, path: str | Path, *, format: str | None = None,
+                    user: str | None = _UNSET, agent: str | None = _UNSET) -> dict[str, list[str]]:
+        """Import a LoCoMo, OpenAI-chat or JSONL file; returns {conversation name: trace ids}.
+
+        Every trace of every conversation is checked before the first one is stored, so a bad
+        file stores nothing. All conversations land in one scope; give each its own ``user``
+        by calling ``zeromem.ingest.load_file`` and ``add_many`` yourself.
+        """
+        conversations = load_file(path, format=format)
+        check_conversations(conversations, self.store)
+        return {conv.name: self.add_many(conv.drafts, user=user, agent=agent)
+                for conv in conversations}
+
     def update(self, trace_id: str, *, text: str | None = None,
                metadata: Mapping[str, Any] | None = None,
                user: str | None = _UNSET, agent: str | None = _UNSET) -> Trace:
@@ -107,6 +130,64 @@ class Memory:
               agent: str | None = _UNSET) -> dict[str, Any]:
         """Counts of traces, sessions, history events and derived units."""
         return self.store.stats(None if all_scopes else self._scope(user, agent))
+
+
+    # -- derived indexes ----------------------------------------------------------------
+    def index(self, *, progress: bool = False, user: str | None = _UNSET,
+              agent: str | None = _UNSET) -> RefreshReport:
+        """Bring this scope's units, vectors and entity graph up to date with its traces."""
+        return self.indexer.refresh(self._scope(user, agent), progress=progress)
+
+    def reindex(self, *, progress: bool = False, user: str | None = _UNSET,
+                agent: str | None = _UNSET) -> RefreshReport:
+        """Throw away every derived unit of this scope and rebuild them from the traces."""
+        return self.indexer.rebuild(self._scope(user, agent), progress=progress)
+
+    # -- retrieval ------------------------------------------------------------------------
+    def search(self, query: str, *, k: int = 10, session: str | None = None, as_of: Any = None,
+               filters: Mapping[str, Any] | None = None, user: str | None = _UNSET,
+               agent: str | None = _UNSET) -> list[Evidence]:
+        """Evidence for ``query``: at most ``k`` verbatim turns, best first, with provenance.
+
+        No language model is called. ``as_of`` hides traces after that time; ``filters``
+        keeps traces whose metadata equals the given values.
+        """
+        return self.search_detailed(query, k=k, session=session, as_of=as_of, filters=filters,
+                                    user=user, agent=agent).evidence
+
+    def search_detailed(self, query: str, *, k: int = 10, session: str | None = None,
+                        as_of: Any = None, filters: Mapping[str, Any] | None = None,
+                        user: str | None = _UNSET, agent: str | None = _UNSET) -> SearchResult:
+        """Like ``search`` but also returns the query profile, route, timings and no-answer score."""
+        result = self.retriever.search(self._scope(user, agent), query, k=k, session=session,
+                                       as_of=as_of, filters=dict(filters) if filters else None)
+        self.last_result = result
+        return result
+
+    @property
+    def last_timings(self) -> dict[str, float]:
+        return dict(self.last_result.timings) if self.last_result else {}
+
+    @property
+    def last_no_answer_score(self) -> float | None:
+        return self.last_result.no_answer_score if self.last_result else None
+
+    def render_context(self, query: str, *, k: int = 10, budget_tokens: int | None = 2000,
+                       session: str | None = None, as_of: Any = None,
+                       filters: Mapping[str, Any] | None = None, user: str | None = _UNSET,
+                       agent: str | None = _UNSET) -> RenderedContext:
+        """The prompt block for ``query``: chronological evidence within ``budget_tokens``."""
+        evidence = self.search(query, k=k, session=session, as_of=as_of, filters=filters,
+                               user=user, agent=agent)
+        return self.retriever.render(self._scope(user, agent), evidence, budget_tokens)
+
+    def answer(self, query: str, reader: Any, *, k: int = 10, budget_tokens: int | None = 2000,
+               user: str | None = _UNSET, agent: str | None = _UNSET) -> Any:
+        """The one LLM call of the loop: ``reader.answer(query, context)`` on rendered evidence."""
+        if not hasattr(reader, "answer"):
+            raise InvalidInput("reader must have an answer(question, context) method; see zeromem.reader")
+        context = self.render_context(query, k=k, budget_tokens=budget_tokens, user=user, agent=agent)
+        return reader.answer(query, context)
 
 
 def _to_draft(item: Any, index: int) -> TraceDraft:

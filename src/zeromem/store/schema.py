@@ -92,6 +92,14 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (unit_id, entity)
     );
     CREATE INDEX unit_mentions_entity ON unit_mentions(entity);
+    CREATE TABLE entity_vectors (
+        user_key TEXT NOT NULL,
+        agent_key TEXT NOT NULL,
+        entity TEXT NOT NULL,
+        model TEXT NOT NULL,
+        vec BLOB NOT NULL,
+        PRIMARY KEY (user_key, agent_key, entity)
+    );
     CREATE TABLE encoder_timings (
         encoder TEXT PRIMARY KEY,
         seconds REAL NOT NULL,

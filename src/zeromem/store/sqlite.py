@@ -81,7 +81,7 @@ class TraceStore:
 
     def __init__(self, path: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
                  timeout_s: float = 30.0) -> None:
-        self.path = str(path)
+        self.path = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
         self.max_text_chars = max_text_chars
         if self.path != ":memory:":
             parent = Path(self.path).expanduser().resolve().parent
@@ -98,7 +98,11 @@ class TraceStore:
             self.conn.execute("PRAGMA synchronous = NORMAL")
             self.conn.execute("PRAGMA foreign_keys = ON")
             migrate(self.conn)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, StoreError) as exc:
+            if hasattr(self, "conn"):
+                self.conn.close()  # a refused file must not stay open
+            if isinstance(exc, StoreError):
+                raise
             raise StoreError(f"cannot open {self.path} as a zeromem store: {exc}") from None
         self._lock = threading.RLock()
 
@@ -123,19 +127,31 @@ class TraceStore:
                 raise StoreError(f"{self.path} stayed locked by another writer; try again")
             try:
                 yield self.conn
+            except sqlite3.DatabaseError as exc:
+                self._rollback()
+                raise StoreError(f"write failed on {self.path}, nothing was changed: {exc}") from None
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                self._rollback()
                 raise
             else:
                 try:
                     self.conn.execute("COMMIT")
                 except sqlite3.DatabaseError as exc:
-                    self.conn.execute("ROLLBACK")
+                    self._rollback()
                     raise StoreError(f"commit failed on {self.path}: {exc}") from None
+
+    def _rollback(self) -> None:
+        # SQLite may already have rolled back by itself (e.g. disk full); a second ROLLBACK
+        # would raise and hide the original error.
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
-            return self.conn.execute(sql, params).fetchall()
+            try:
+                return self.conn.execute(sql, params).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"read failed on {self.path}: {exc}") from None
 
     # -- writes -------------------------------------------------------------------------
     def clean(self, draft: TraceDraft) -> _CleanDraft:
@@ -258,7 +274,7 @@ class TraceStore:
         with self.transaction() as conn:
             count = conn.execute("DELETE FROM traces WHERE user_key=? AND agent_key=?",
                                  (user, agent)).rowcount
-            for table in ("trace_history", "units", "dirty_sessions"):
+            for table in ("trace_history", "units", "dirty_sessions", "entity_vectors"):
                 conn.execute(f"DELETE FROM {table} WHERE user_key=? AND agent_key=?", (user, agent))
             _bump_version(conn, user, agent)
         return count
@@ -312,10 +328,13 @@ class TraceStore:
                 params.append(int(value) if isinstance(value, bool) else value)
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise InvalidInput(f"limit must be a non-negative int, got {limit!r}")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidInput(f"offset must be a non-negative int, got {offset!r}")
         sql = (f"SELECT {_COLUMNS} FROM traces WHERE {' AND '.join(where)} "
                f"ORDER BY session_time IS NULL, session_time, session, seq, rowid_")
-        if limit is not None:
-            sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
+        if limit is not None or offset:
+            # SQLite takes OFFSET only after a LIMIT; -1 means no limit.
+            sql += f" LIMIT {-1 if limit is None else int(limit)} OFFSET {int(offset)}"
         return [_row_to_trace(row) for row in self.read(sql, params)]
 
     def history(self, tid: str, scope: Scope) -> list[HistoryEvent]:

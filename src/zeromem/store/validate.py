@@ -79,13 +79,19 @@ def clean_time(value: Any, field: str) -> str | None:
     if isinstance(value, dt.date):
         return dt.datetime(value.year, value.month, value.day).isoformat(timespec="seconds")
     if isinstance(value, (int, float)):
-        return dt.datetime.fromtimestamp(value, tz=dt.timezone.utc).isoformat(timespec="seconds")
+        try:
+            stamp = dt.datetime.fromtimestamp(value, tz=dt.timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise InvalidInput(f"{field} {value!r} is not a usable epoch time in seconds") from None
+        return stamp.isoformat(timespec="seconds")
     if isinstance(value, str):
         text = value.strip()
         if not text:
             return None
         try:
-            parsed = date_parser.parse(text)
+            # dateutil fills missing fields from *today*; a fixed Jan 1 keeps "May 2023"
+            # the same timestamp whatever day it is parsed on.
+            parsed = date_parser.parse(text, default=dt.datetime(dt.date.today().year, 1, 1))
         except (ValueError, OverflowError):
             raise InvalidInput(
                 f"{field} {value!r} is not a date/time zeromem can read: use ISO 8601 "

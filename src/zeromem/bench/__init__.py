@@ -1,0 +1,14 @@
+"""The benchmark harness: LoCoMo and HotpotQA retrieval, baselines side by side, cost accounting.
+
+Every quality and speed claim of zeromem comes from here. ``zeromem bench locomo`` and
+``zeromem bench hotpotqa`` (see :mod:`zeromem.bench.cli`) run zeromem and the BM25, dense and
+hybrid baselines on the same data, with the same encoders, and write one JSON document.
+Metric definitions live in :mod:`zeromem.bench.metrics`.
+"""
+
+from .hotpotqa import load_hotpotqa
+from .locomo import load_locomo
+from .runner import Corpus, Query, QueryResult, Unit, execute, make_systems, run_benchmark
+
+__all__ = ["load_locomo", "load_hotpotqa", "execute", "make_systems", "run_benchmark",
+           "Corpus", "Query", "QueryResult", "Unit"]

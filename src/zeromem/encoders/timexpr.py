@@ -1,0 +1,183 @@
+"""Deterministic time expressions: relative ones in traces, absolute ones in queries.
+
+Relative expressions ("yesterday", "last Saturday", "two weeks ago", "next month") resolve
+against the trace's own session or event time; the result is an annotation shown beside the
+verbatim text, never a rewrite. Absolute expressions ("in May 2023", "8 May 2023", "in 2022")
+become date ranges a query can filter and rank by. Pure functions, regular expressions only.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+MONTHS["sept"] = 9
+WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
+NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+                "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+                "couple of": 2, "a couple of": 2, "few": 3, "a few": 3}
+
+_MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|jun(?:e)?|jul(?:y)?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_NUM = r"(\d+|a couple of|couple of|a few|few|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_UNIT = r"(day|week|month|year|weekend)s?"
+_WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+
+_RELATIVE = [
+    ("ago", re.compile(rf"\b{_NUM}\s+{_UNIT}\s+ago\b", re.I)),
+    ("in_n", re.compile(rf"\bin\s+{_NUM}\s+{_UNIT}\b", re.I)),
+    ("shift", re.compile(rf"\b(last|this|next|past)\s+{_UNIT}\b", re.I)),
+    ("weekday", re.compile(rf"\b(last|this|next|on)?\s*{_WEEKDAY}\b", re.I)),
+    ("day", re.compile(r"\b(yesterday|today|tonight|tomorrow|last night|this morning|this evening)\b", re.I)),
+]
+_ABS_DAY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH},?\s+(\d{{4}})\b", re.I)
+_ABS_DAY_US = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_ABS_MONTH = re.compile(rf"\b{_MONTH},?\s+(\d{{4}})\b", re.I)
+_ABS_YEAR = re.compile(r"\b(?:in|during|of|since)\s+((?:19|20)\d{2})\b", re.I)
+_ABS_ISO = re.compile(r"\b((?:19|20)\d{2})-(\d{2})-(\d{2})\b")
+
+
+@dataclass(frozen=True, slots=True)
+class TimeSpan:
+    """A resolved expression: where it stood in the text and the date range it denotes."""
+
+    surface: str
+    start_char: int
+    end_char: int
+    first: dt.date
+    last: dt.date
+    granularity: str  # day / week / month / year
+
+    def label(self) -> str:
+        if self.granularity == "day":
+            return self.first.strftime("%-d %B %Y")
+        if self.granularity == "month":
+            return self.first.strftime("%B %Y")
+        if self.granularity == "year":
+            return str(self.first.year)
+        return f"week of {self.first.strftime('%-d %B %Y')}"
+
+
+def parse_anchor(value: str | None) -> dt.date | None:
+    if not value:
+        return None
+    try:
+        return dt.datetime.fromisoformat(value).date()
+    except ValueError:
+        return None
+
+
+def _count(word: str) -> int:
+    word = word.lower()
+    return int(word) if word.isdigit() else NUMBER_WORDS.get(word, 1)
+
+
+def _month_range(year: int, month: int) -> tuple[dt.date, dt.date]:
+    return dt.date(year, month, 1), dt.date(year, month, calendar.monthrange(year, month)[1])
+
+
+def _add_months(day: dt.date, months: int) -> dt.date:
+    index = day.year * 12 + day.month - 1 + months
+    year, month = divmod(index, 12)
+    return dt.date(year, month + 1, min(day.day, calendar.monthrange(year, month + 1)[1]))
+
+
+def _shift(anchor: dt.date, unit: str, amount: int) -> tuple[dt.date, dt.date, str]:
+    unit = unit.lower()
+    if unit == "day":
+        day = anchor + dt.timedelta(days=amount)
+        return day, day, "day"
+    if unit in ("week", "weekend"):
+        start = anchor - dt.timedelta(days=anchor.weekday()) + dt.timedelta(weeks=amount)
+        if unit == "weekend":
+            return start + dt.timedelta(days=5), start + dt.timedelta(days=6), "week"
+        return start, start + dt.timedelta(days=6), "week"
+    if unit == "month":
+        first = _add_months(anchor.replace(day=1), amount)
+        return (*_month_range(first.year, first.month), "month")
+    year = anchor.year + amount
+    return dt.date(year, 1, 1), dt.date(year, 12, 31), "year"
+
+
+def resolve_relative(text: str, anchor: dt.date | None) -> list[TimeSpan]:
+    """Relative time expressions in ``text`` resolved against ``anchor`` (the trace's date)."""
+    if anchor is None:
+        return []
+    found: list[TimeSpan] = []
+    taken: list[tuple[int, int]] = []
+    for kind, pattern in _RELATIVE:
+        for m in pattern.finditer(text):
+            if any(s < m.end() and m.start() < e for s, e in taken):
+                continue
+            span = _resolve_one(kind, m, anchor)
+            if span is None:
+                continue
+            first, last, granularity = span
+            found.append(TimeSpan(m.group(0).strip(), m.start(), m.end(), first, last, granularity))
+            taken.append((m.start(), m.end()))
+    return sorted(found, key=lambda s: s.start_char)
+
+
+def _resolve_one(kind: str, m: re.Match, anchor: dt.date):
+    if kind == "ago":
+        return _shift(anchor, m.group(2), -_count(m.group(1)))
+    if kind == "in_n":
+        return _shift(anchor, m.group(2), _count(m.group(1)))
+    if kind == "shift":
+        direction = {"last": -1, "past": -1, "this": 0, "next": 1}[m.group(1).lower()]
+        return _shift(anchor, m.group(2), direction)
+    if kind == "weekday":
+        which = (m.group(1) or "").lower()
+        target = WEEKDAYS[m.group(2).lower()]
+        if which == "next":
+            delta = (target - anchor.weekday()) % 7 or 7
+        elif which == "this":
+            delta = target - anchor.weekday()
+        elif which == "last":
+            delta = -((anchor.weekday() - target) % 7 or 7)
+        else:
+            return None  # a bare weekday is too ambiguous to annotate
+        day = anchor + dt.timedelta(days=delta)
+        return day, day, "day"
+    word = m.group(1).lower()
+    offset = {"yesterday": -1, "last night": -1, "tomorrow": 1}.get(word, 0)
+    day = anchor + dt.timedelta(days=offset)
+    return day, day, "day"
+
+
+def parse_absolute(text: str) -> list[TimeSpan]:
+    """Absolute dates in ``text``: day, month or year ranges, most specific first."""
+    found: list[TimeSpan] = []
+    taken: list[tuple[int, int]] = []
+
+    def keep(m: re.Match, first: dt.date, last: dt.date, granularity: str) -> None:
+        if any(s < m.end() and m.start() < e for s, e in taken):
+            return
+        found.append(TimeSpan(m.group(0), m.start(), m.end(), first, last, granularity))
+        taken.append((m.start(), m.end()))
+
+    for m in _ABS_ISO.finditer(text):
+        try:
+            day = dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        except ValueError:
+            continue
+        keep(m, day, day, "day")
+    for pattern, order in ((_ABS_DAY, (1, 2, 3)), (_ABS_DAY_US, (2, 1, 3))):
+        for m in pattern.finditer(text):
+            day_s, month_s, year_s = (m.group(i) for i in order)
+            try:
+                day = dt.date(int(year_s), MONTHS[month_s.lower()], int(day_s))
+            except (ValueError, KeyError):
+                continue
+            keep(m, day, day, "day")
+    for m in _ABS_MONTH.finditer(text):
+        month = MONTHS.get(m.group(1).lower())
+        if month:
+            keep(m, *_month_range(int(m.group(2)), month), "month")
+    for m in _ABS_YEAR.finditer(text):
+        year = int(m.group(1))
+        keep(m, dt.date(year, 1, 1), dt.date(year, 12, 31), "year")
+    return sorted(found, key=lambda s: s.start_char)

@@ -1,0 +1,1 @@
+"""Derived, rebuildable indexes over traces: units at four granularities and their encodings."""

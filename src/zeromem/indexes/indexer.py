@@ -1,0 +1,231 @@
+"""Keeps the derived units of every scope consistent with the traces, incrementally.
+
+Writes to the store mark their session dirty in the same transaction. ``refresh`` re-derives
+the units of dirty sessions, reuses the stored vectors and mentions of units whose text did not
+change (so nothing is re-encoded after a restart or an unrelated edit), encodes the rest in one
+batch, and swaps the session's units in one transaction. Deleted or updated-away text therefore
+leaves every unit, vector and mention at the next refresh; ``rebuild`` derives everything anew
+from the traces and must give the same units as the incremental path.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..types import Scope
+from .units import UnitDraft, segment_session
+
+_EMBEDDED_LEVELS = ("turn", "span")
+
+
+@dataclass
+class RefreshReport:
+    sessions: int = 0
+    units: int = 0
+    encoded_texts: int = 0
+    ner_texts: int = 0
+    seconds: float = 0.0
+    encoder_seconds: dict[str, float] = field(default_factory=dict)
+
+
+class Indexer:
+    """Derives units, vectors and entity mentions for a store's scopes."""
+
+    def __init__(self, store: Any, encoders: Callable[[], Any], *, window_turns: int = 4,
+                 stride: int = 2) -> None:
+        self.store = store
+        self._encoders = encoders  # called lazily: CRUD-only use never loads a model
+        self.window_turns = window_turns
+        self.stride = stride
+
+    def pending_sessions(self, scope: Scope) -> list[str]:
+        return [r[0] for r in self.store.read(
+            "SELECT session FROM dirty_sessions WHERE user_key=? AND agent_key=? ORDER BY session",
+            scope.key)]
+
+    def rebuild(self, scope: Scope, progress: bool = False) -> RefreshReport:
+        """Drop every derived unit of ``scope`` and derive them again from the traces."""
+        user, agent = scope.key
+        with self.store.transaction() as conn:
+            conn.execute("DELETE FROM units WHERE user_key=? AND agent_key=?", (user, agent))
+            conn.execute("DELETE FROM entity_vectors WHERE user_key=? AND agent_key=?", (user, agent))
+            conn.execute(
+                "INSERT OR IGNORE INTO dirty_sessions SELECT DISTINCT user_key, agent_key, session"
+                " FROM traces WHERE user_key=? AND agent_key=?", (user, agent))
+            conn.execute(
+                "INSERT INTO scope_versions VALUES (?,?,1) ON CONFLICT(user_key, agent_key)"
+                " DO UPDATE SET version = version + 1", (user, agent))
+        return self.refresh(scope, progress=progress)
+
+    def refresh(self, scope: Scope, progress: bool = False) -> RefreshReport:
+        """Bring the units of ``scope`` up to date with its traces."""
+        started = time.perf_counter()
+        report = RefreshReport()
+        sessions = self.pending_sessions(scope)
+        if not sessions:
+            return report
+        plans = [self._plan(scope, session) for session in sessions]
+        encoders = self._encoders()
+        self._encode(plans, encoders, report, progress)
+        for plan in plans:
+            self._commit(scope, plan)
+        self._refresh_entity_vectors(scope, encoders, report)
+        report.sessions = len(plans)
+        report.units = sum(len(p["drafts"]) for p in plans)
+        report.seconds = time.perf_counter() - started
+        self._record_timings(report)
+        return report
+
+    # -- steps --------------------------------------------------------------------------
+    def _plan(self, scope: Scope, session: str) -> dict[str, Any]:
+        traces = sorted(self.store.list(scope, session=session), key=lambda t: (t.seq, int(t.id[1:])))
+        drafts = segment_session(traces, window_turns=self.window_turns, stride=self.stride)
+        cached_vecs: dict[str, bytes] = {}
+        cached_mentions: dict[str, list[tuple]] = {}
+        rows = self.store.read(
+            "SELECT u.id, u.text_hash, v.vec FROM units u LEFT JOIN unit_vectors v ON v.unit_id = u.id"
+            " WHERE u.user_key=? AND u.agent_key=? AND u.session=?", (*scope.key, session))
+        unit_hash = {}
+        for uid, text_hash, vec in rows:
+            unit_hash[uid] = text_hash
+            if vec is not None:
+                cached_vecs[text_hash] = vec
+        if unit_hash:
+            marks = ",".join("?" * len(unit_hash))
+            for uid, entity, label, surface, count in self.store.read(
+                    f"SELECT unit_id, entity, label, surface, count FROM unit_mentions"
+                    f" WHERE unit_id IN ({marks})", list(unit_hash)):
+                cached_mentions.setdefault(unit_hash[uid], []).append((entity, label, surface, count))
+        fingerprint = [(t.id, t.version) for t in traces]
+        return {"session": session, "drafts": drafts, "vecs": cached_vecs,
+                "mentions": cached_mentions, "fingerprint": fingerprint, "traces": traces}
+
+    def _encode(self, plans: list[dict[str, Any]], encoders: Any, report: RefreshReport,
+                progress: bool) -> None:
+        to_embed: dict[str, str] = {}
+        to_ner: dict[str, str] = {}
+        for plan in plans:
+            raw = {int(t.id[1:]): t for t in plan["traces"]}
+            for draft in plan["drafts"]:
+                h = draft.text_hash
+                if draft.level in _EMBEDDED_LEVELS and h not in plan["vecs"]:
+                    to_embed[h] = draft.text
+                if draft.level == "turn" and h not in plan["mentions"]:
+                    trace = raw[draft.rowids[0]]
+                    to_ner[h] = " ".join([trace.text, *trace.attachments])
+        if to_embed:
+            t0 = time.perf_counter()
+            keys = sorted(to_embed)
+            vectors = encoders.embedder.encode([to_embed[k] for k in keys])
+            report.encoder_seconds["dense"] = time.perf_counter() - t0
+            report.encoded_texts = len(keys)
+            fresh = {k: np.asarray(v, dtype=np.float32).tobytes() for k, v in zip(keys, vectors)}
+            for plan in plans:
+                plan["vecs"].update(fresh)
+        if to_ner:
+            t0 = time.perf_counter()
+            keys = sorted(to_ner)
+            mentions = encoders.extractor.extract([to_ner[k] for k in keys])
+            report.encoder_seconds["entities"] = time.perf_counter() - t0
+            report.ner_texts = len(keys)
+            fresh_m: dict[str, list[tuple]] = {}
+            for key, found in zip(keys, mentions):
+                counts = Counter(m.entity for m in found)
+                first: dict[str, Any] = {}
+                for m in found:
+                    first.setdefault(m.entity, m)
+                fresh_m[key] = [(e, first[e].label, first[e].surface, counts[e]) for e in sorted(counts)]
+            for plan in plans:
+                plan["mentions"].update(fresh_m)
+
+    def _commit(self, scope: Scope, plan: dict[str, Any]) -> None:
+        user, agent = scope.key
+        session = plan["session"]
+        dim = None
+        with self.store.transaction() as conn:
+            current = [(f"t{r[0]}", r[1]) for r in conn.execute(
+                "SELECT rowid_, version FROM traces WHERE user_key=? AND agent_key=? AND session=?"
+                " ORDER BY seq, rowid_",
+                (user, agent, session))]
+            if current != plan["fingerprint"]:
+                return  # another writer changed the session meanwhile; it stays dirty
+            conn.execute("DELETE FROM units WHERE user_key=? AND agent_key=? AND session=?",
+                         (user, agent, session))
+            turn_vectors: dict[int, np.ndarray] = {}
+            pending_groups: list[tuple[int, UnitDraft]] = []
+            for draft in plan["drafts"]:
+                cur = conn.execute(
+                    "INSERT INTO units (user_key, agent_key, session, level, position, text,"
+                    " text_hash, trace_rowids, first_seq, last_seq, speaker, time)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (user, agent, session, draft.level, draft.position, draft.text,
+                     draft.text_hash, json.dumps(draft.rowids), draft.first_seq, draft.last_seq,
+                     draft.speaker, draft.time))
+                uid = cur.lastrowid
+                blob = plan["vecs"].get(draft.text_hash) if draft.level in _EMBEDDED_LEVELS else None
+                if blob is not None:
+                    conn.execute("INSERT INTO unit_vectors VALUES (?,?,?)", (uid, "dense", blob))
+                    if draft.level == "turn":
+                        turn_vectors[draft.rowids[0]] = np.frombuffer(blob, dtype=np.float32)
+                        dim = len(turn_vectors[draft.rowids[0]])
+                if draft.level == "turn":
+                    conn.executemany(
+                        "INSERT INTO unit_mentions VALUES (?,?,?,?,?)",
+                        [(uid, *m) for m in plan["mentions"].get(draft.text_hash, [])])
+                if draft.level in ("window", "episode"):
+                    pending_groups.append((uid, draft))
+            # Windows and episodes are represented by the mean of their turns' vectors:
+            # their concatenated text is longer than the encoder's input window anyway.
+            for uid, draft in pending_groups:
+                members = [turn_vectors[r] for r in draft.rowids if r in turn_vectors]
+                if not members or dim is None:
+                    continue
+                mean = np.mean(members, axis=0)
+                mean /= max(float(np.linalg.norm(mean)), 1e-12)
+                conn.execute("INSERT INTO unit_vectors VALUES (?,?,?)",
+                             (uid, "dense", mean.astype(np.float32).tobytes()))
+            conn.execute("DELETE FROM dirty_sessions WHERE user_key=? AND agent_key=? AND session=?",
+                         (user, agent, session))
+            conn.execute(
+                "INSERT INTO scope_versions VALUES (?,?,1) ON CONFLICT(user_key, agent_key)"
+                " DO UPDATE SET version = version + 1", (user, agent))
+
+    def _refresh_entity_vectors(self, scope: Scope, encoders: Any, report: RefreshReport) -> None:
+        user, agent = scope.key
+        live = {r[0]: r[1] for r in self.store.read(
+            "SELECT m.entity, MIN(m.surface) FROM unit_mentions m JOIN units u ON u.id = m.unit_id"
+            " WHERE u.user_key=? AND u.agent_key=? GROUP BY m.entity", (user, agent))}
+        have = {r[0] for r in self.store.read(
+            "SELECT entity FROM entity_vectors WHERE user_key=? AND agent_key=?", (user, agent))}
+        missing = sorted(set(live) - have)
+        stale = sorted(have - set(live))
+        vectors = None
+        if missing:
+            t0 = time.perf_counter()
+            vectors = encoders.embedder.encode(missing)
+            report.encoder_seconds["dense"] = report.encoder_seconds.get("dense", 0.0) + (
+                time.perf_counter() - t0)
+            report.encoded_texts += len(missing)
+        with self.store.transaction() as conn:
+            conn.executemany("DELETE FROM entity_vectors WHERE user_key=? AND agent_key=? AND entity=?",
+                             [(user, agent, e) for e in stale])
+            if vectors is not None:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO entity_vectors VALUES (?,?,?,?,?)",
+                    [(user, agent, e, "dense", np.asarray(v, dtype=np.float32).tobytes())
+                     for e, v in zip(missing, vectors)])
+
+    def _record_timings(self, report: RefreshReport) -> None:
+        items = {"dense": report.encoded_texts, "entities": report.ner_texts}
+        with self.store.transaction() as conn:
+            for encoder, seconds in report.encoder_seconds.items():
+                conn.execute(
+                    "INSERT INTO encoder_timings VALUES (?,?,?) ON CONFLICT(encoder) DO UPDATE SET"
+                    " seconds = seconds + excluded.seconds, items = items + excluded.items",
+                    (encoder, seconds, items.get(encoder, 0)))

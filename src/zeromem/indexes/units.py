@@ -1,0 +1,105 @@
+"""Segmentation of a session's traces into context units at four granularities (SPEC §2.3).
+
+episode (the session) → window (``window_turns`` consecutive turns, every ``stride`` turns)
+→ turn (one trace) → span (one sentence of a multi-sentence turn). Every unit keeps the trace
+rowids it covers, so evidence always expands back to verbatim traces. Pure functions: the same
+traces always give the same units, which is what makes incremental indexing equal a rebuild.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..types import Trace
+
+LEVELS = ("turn", "span", "window", "episode")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+(?=\S)")
+_MIN_SPAN_CHARS = 12
+
+
+@dataclass(frozen=True, slots=True)
+class UnitDraft:
+    level: str
+    position: int
+    text: str  # what encoders see: speaker-prefixed, captions appended; never shown as evidence
+    rowids: tuple[int, ...]
+    first_seq: int
+    last_seq: int
+    speaker: str | None
+    time: str | None
+
+    @property
+    def text_hash(self) -> str:
+        return hashlib.blake2b(self.text.encode("utf-8"), digest_size=12).hexdigest()
+
+
+def rowid_of(trace: Trace) -> int:
+    return int(trace.id[1:])
+
+
+def turn_text(trace: Trace) -> str:
+    """The indexed form of a turn: who said it, what was said, and attached descriptions."""
+    head = f"{trace.speaker}: " if trace.speaker else ""
+    tail = "".join(f" [image: {caption}]" for caption in trace.attachments)
+    return f"{head}{trace.text}{tail}"
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentence spans of a turn; fragments too short to stand alone join their neighbour."""
+    parts = [p.strip() for p in _SENTENCE_END.split(text) if p.strip()]
+    merged: list[str] = []
+    carry = ""
+    for part in parts:
+        part = f"{carry} {part}".strip() if carry else part
+        carry = ""
+        if len(part) < _MIN_SPAN_CHARS:
+            if merged:
+                merged[-1] = f"{merged[-1]} {part}"
+            else:
+                carry = part
+            continue
+        merged.append(part)
+    if carry:
+        merged.append(carry)
+    return merged
+
+
+def segment_session(traces: Sequence[Trace], *, window_turns: int = 4, stride: int = 2) -> list[UnitDraft]:
+    """All units of one session, traces given in conversation order."""
+    if not traces:
+        return []
+    units: list[UnitDraft] = []
+    for position, trace in enumerate(traces):
+        time = trace.event_time or trace.session_time
+        rid = rowid_of(trace)
+        units.append(UnitDraft("turn", position, turn_text(trace), (rid,), trace.seq, trace.seq,
+                               trace.speaker, time))
+        sentences = split_sentences(trace.text)
+        if len(sentences) > 1:
+            head = f"{trace.speaker}: " if trace.speaker else ""
+            for index, sentence in enumerate(sentences):
+                units.append(UnitDraft("span", position * 1000 + index, head + sentence, (rid,),
+                                       trace.seq, trace.seq, trace.speaker, time))
+    size = max(1, window_turns)
+    step = max(1, stride)
+    starts = list(range(0, max(1, len(traces) - size + 1), step))
+    if starts[-1] + size < len(traces):
+        starts.append(len(traces) - size)
+    if len(traces) > 1:
+        for start in starts:
+            run = traces[start:start + size]
+            units.append(_group("window", start, run))
+    units.append(_group("episode", 0, traces))
+    return units
+
+
+def _group(level: str, position: int, run: Sequence[Trace]) -> UnitDraft:
+    speakers = {t.speaker for t in run}
+    first = run[0]
+    return UnitDraft(level, position, "\n".join(turn_text(t) for t in run),
+                     tuple(rowid_of(t) for t in run), run[0].seq, run[-1].seq,
+                     first.speaker if len(speakers) == 1 else None,
+                     first.event_time or first.session_time)

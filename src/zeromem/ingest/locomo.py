@@ -1,0 +1,115 @@
+"""LoCoMo conversations: the per-file dict layout and the original list-of-samples layout.
+
+A conversation has ``speaker_a``/``speaker_b`` and sessions ``session_N`` (a list of turns
+``{speaker, dia_id, text, [img_url, blip_caption, query]}``) dated by ``session_N_date_time``
+("1:56 pm on 8 May, 2023"). Date keys without a turn list are ignored: LoCoMo ships dates for
+sessions that were never written. Each turn becomes one trace, kept verbatim:
+``dia_id`` → source_id, ``blip_caption`` → an attachment (never merged into the utterance),
+session id ``"session_N"``, seq = the turn's position in its session, role ``"user"`` (both
+speakers are people).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .base import ImportedConversation, bad, parse_time
+
+FORMAT = "locomo"
+_SESSION_RE = re.compile(r"^session_(\d+)$")
+
+
+def looks_like(data: Any) -> bool:
+    """True for a LoCoMo conversation dict, a sample dict, or a list of samples."""
+    if isinstance(data, list):
+        return bool(data) and all(isinstance(s, dict) and "conversation" in s for s in data)
+    if not isinstance(data, dict):
+        return False
+    if isinstance(data.get("conversation"), dict):
+        return True
+    return "speaker_a" in data and any(_SESSION_RE.match(key) for key in data)
+
+
+def parse(data: Any, *, source: str, stem: str) -> list[ImportedConversation]:
+    """Read every conversation of a LoCoMo document (see the module docstring)."""
+    if isinstance(data, list):
+        return [_parse_sample(sample, source, stem, index) for index, sample in enumerate(data)]
+    if isinstance(data, dict) and "conversation" in data:
+        return [_parse_sample(data, source, stem, None)]
+    if isinstance(data, dict):
+        name = _name(data.get("sample_id"), stem)
+        return [_parse_conversation(data, data.get("qa"), name, source, "")]
+    raise bad(source, "", "a LoCoMo file holds a conversation dict or a list of samples")
+
+
+def _parse_sample(sample: Any, source: str, stem: str, index: int | None) -> ImportedConversation:
+    where = f"[{index}]" if index is not None else ""
+    if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
+        raise bad(source, where or "top level",
+                  "a LoCoMo sample must be a dict with a 'conversation' dict")
+    fallback = stem if index is None else f"{stem}#{index}"
+    name = _name(sample.get("sample_id"), fallback)
+    return _parse_conversation(sample["conversation"], sample.get("qa"), name, source,
+                               f"{where}.conversation." if where else "conversation.")
+
+
+def _parse_conversation(conv: dict[str, Any], qa: Any, name: str, source: str,
+                        prefix: str) -> ImportedConversation:
+    sessions = sorted(((int(m.group(1)), key) for key in conv if (m := _SESSION_RE.match(key))))
+    if not sessions:
+        raise bad(source, prefix.rstrip(".") or "top level",
+                  "no 'session_N' keys: a LoCoMo conversation has session_1, session_2, ...")
+    if qa is not None and not (isinstance(qa, list) and all(isinstance(q, dict) for q in qa)):
+        raise bad(source, prefix.replace("conversation.", "") + "qa",
+                  "'qa' must be a list of question dicts")
+    drafts: list[dict[str, Any]] = []
+    locations: list[str] = []
+    speakers = [s for s in (conv.get("speaker_a"), conv.get("speaker_b")) if isinstance(s, str)]
+    for _, key in sessions:
+        turns = conv[key]
+        if not isinstance(turns, list):
+            raise bad(source, prefix + key, f"must be a list of turns, got {type(turns).__name__}")
+        date_key = f"{key}_date_time"
+        session_time = parse_time(conv.get(date_key), source, prefix + date_key)
+        for seq, turn in enumerate(turns):
+            where = f"{prefix}{key}[{seq}]"
+            drafts.append(_turn_draft(turn, key, seq, session_time, source, where))
+            locations.append(f"{where} ({turn['dia_id']})" if turn.get("dia_id") else where)
+            speaker = turn.get("speaker")
+            if isinstance(speaker, str) and speaker not in speakers:
+                speakers.append(speaker)
+    return ImportedConversation(name=name, source=source, format=FORMAT, drafts=drafts,
+                                locations=locations, qa=qa, speakers=tuple(speakers))
+
+
+def _turn_draft(turn: Any, session: str, seq: int, session_time: str | None, source: str,
+                where: str) -> dict[str, Any]:
+    if not isinstance(turn, dict):
+        raise bad(source, where, "a turn must be a dict with 'speaker', 'dia_id' and 'text'")
+    text = turn.get("text")
+    if not isinstance(text, str):
+        raise bad(source, where, f"'text' must be a string, got {type(text).__name__}")
+    for key in ("speaker", "dia_id", "blip_caption"):
+        if turn.get(key) is not None and not isinstance(turn[key], str):
+            raise bad(source, f"{where}.{key}", f"must be a string, got {type(turn[key]).__name__}")
+    draft: dict[str, Any] = {
+        "text": text,
+        "session": session,
+        "session_time": session_time,
+        "speaker": turn.get("speaker"),
+        "role": "user",
+        "seq": seq,
+        "source_id": turn.get("dia_id"),
+    }
+    if turn.get("blip_caption"):
+        draft["attachments"] = [turn["blip_caption"]]
+    if turn.get("img_url"):
+        draft["metadata"] = {"img_url": turn["img_url"]}
+    return draft
+
+
+def _name(value: Any, fallback: str) -> str:
+    if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+        return str(value).strip()
+    return fallback

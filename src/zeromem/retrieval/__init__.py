@@ -1,0 +1,1 @@
+"""The Zero-Mem retrieval pipeline: profile → route → views → fuse → close → calibrate."""

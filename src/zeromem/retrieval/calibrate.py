@@ -1,0 +1,118 @@
+"""Evidence calibration (SPEC §2.5): filter by the profile, supersede stale state, say "nothing".
+
+- **Compatibility**: a turn whose speaker is not the query's subject, or whose time falls
+  outside the query's time cue, is down-weighted (soft filter: ``×(1 − penalty)``), never
+  dropped — an off-subject turn can still be the only evidence.
+- **Supersession**: first-person state assertions ("I live in Boston", "I moved to Denver") are
+  keyed by (speaker, attribute); within a key every older assertion is superseded by the newest.
+  The older trace is kept and marked, the newer one ranks first.
+- **No-answer score**: ``1 − coverage · confidence`` where coverage is the share of the query's
+  content words found in the best evidence and its neighbours, and confidence the top dense
+  similarity mapped onto [0, 1]. A caller thresholds it to say "memory holds nothing for this".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..encoders.timexpr import TimeSpan
+
+SUBJECT_PENALTY = 0.15
+TIME_PENALTY = 0.45
+TIME_SLACK_DAYS = {"day": 3, "week": 7, "month": 20, "year": 60}
+
+_STATE_PATTERNS: list[tuple[str, re.Pattern]] = [
+    ("residence", re.compile(r"\bI(?:'ve| have)? (?:just |recently |finally )?(?:now )?"
+                             r"(?:live|am living|moved|relocated|am moving|'m moving)\s+(?:back )?(?:in|to)\s+"
+                             r"((?:[A-Z][\w'-]+)(?:\s+[A-Z][\w'-]+)*)")),
+    ("employer", re.compile(r"\bI(?:'ve| have)? (?:just |recently |now )?(?:work|started working|got a job|am working)"
+                            r"\s+(?:at|for|with)\s+((?:[A-Z][\w&'-]+)(?:\s+[A-Z][\w&'-]+)*)")),
+    ("job", re.compile(r"\bI(?:'m| am) (?:now )?(?:a|an) ([a-z]+(?: [a-z]+)?) (?:at|for|now)\b")),
+    ("favorite", re.compile(r"\bmy (?:new )?favou?rite ([a-z]+) (?:is|are|has become) ([\w' -]+)", re.I)),
+    ("relationship", re.compile(r"\bI(?:'m| am) (?:now )?(single|married|engaged|divorced|dating)\b", re.I)),
+]
+
+
+@dataclass(frozen=True)
+class StateAssertion:
+    speaker: str
+    attribute: str
+    value: str
+
+
+def state_assertions(text: str, speaker: str | None) -> list[StateAssertion]:
+    """First-person state claims in one turn, keyed by (speaker, attribute)."""
+    if not speaker:
+        return []
+    found = []
+    for attribute, pattern in _STATE_PATTERNS:
+        for m in pattern.finditer(text):
+            if attribute == "favorite":
+                key, value = f"favorite {m.group(1).lower()}", m.group(2)
+            else:
+                key, value = attribute, m.group(1)
+            found.append(StateAssertion(speaker, key, value.strip().lower()))
+    return found
+
+
+def supersession(assertions: dict[int, list[StateAssertion]], order: dict[int, tuple]) -> dict[int, int]:
+    """Map each superseded turn node to the node that supersedes it (the newest, same key)."""
+    latest: dict[tuple[str, str], int] = {}
+    for node in sorted(assertions, key=lambda n: order[n]):
+        for a in assertions[node]:
+            latest[(a.speaker, a.attribute)] = node
+    superseded: dict[int, int] = {}
+    for node, items in assertions.items():
+        for a in items:
+            newest = latest[(a.speaker, a.attribute)]
+            newest_values = {b.value for b in assertions[newest] if b.attribute == a.attribute}
+            if newest != node and order[newest] > order[node] and a.value not in newest_values:
+                superseded[node] = newest
+    return superseded
+
+
+def subject_compat(speakers: list[str | None], texts: list[str], subject: str | None) -> np.ndarray:
+    """1 for turns by (or naming) the subject, ``1 − SUBJECT_PENALTY`` otherwise."""
+    out = np.ones(len(speakers))
+    if not subject:
+        return out
+    first = subject.split()[0].lower()
+    for i, (speaker, text) in enumerate(zip(speakers, texts)):
+        if speaker and speaker.lower().startswith(first):
+            continue
+        if first in text.lower():
+            continue
+        out[i] = 1.0 - SUBJECT_PENALTY
+    return out
+
+
+def time_compat(turn_dates: list[list[tuple[dt.date, dt.date]]], cues: list[TimeSpan]) -> np.ndarray:
+    """1 for turns whose session date (or a date they mention) meets a query cue."""
+    out = np.ones(len(turn_dates))
+    if not cues:
+        return out
+    for i, ranges in enumerate(turn_dates):
+        if not any(_overlaps(r, cue) for r in ranges for cue in cues):
+            out[i] = 1.0 - TIME_PENALTY
+    return out
+
+
+def _overlaps(span: tuple[dt.date, dt.date], cue: TimeSpan) -> bool:
+    slack = dt.timedelta(days=TIME_SLACK_DAYS.get(cue.granularity, 7))
+    return span[0] <= cue.last + slack and cue.first - slack <= span[1]
+
+
+def no_answer_score(keywords: list[str], evidence_texts: list[str], top_cosine: float) -> float:
+    """High when the best evidence covers few query words and is semantically far."""
+    words = [w for w in keywords if len(w) > 2]
+    if words:
+        blob = " ".join(evidence_texts).lower()
+        coverage = sum(1 for w in words if w[:5] in blob) / len(words)
+    else:
+        coverage = 1.0
+    confidence = float(np.clip((top_cosine - 0.2) / 0.5, 0.0, 1.0))
+    return round(1.0 - coverage * (0.5 + 0.5 * confidence), 6)

@@ -1,0 +1,65 @@
+"""Closure C(q) = Dedup(M(q) ∪ N_g(M(q)) ∪ N_h(M(q))) within the caller's turn budget (SPEC §2.5).
+
+- Hierarchy neighbours ``N_h``: the turn right after a primary candidate (the reply that usually
+  carries the answer to a question-like turn) and, more weakly, the turn before it.
+- Graph bridges ``N_g``: turns that mention entities of two or more different primary
+  candidates — the connective tissue of multi-hop questions.
+A closure unit inherits a decayed share of the score of the candidate(s) that brought it in, and
+competes with the remaining ranked turns for the budget, so closure never crowds out a better
+direct match.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+NEXT_DECAY = 0.55
+NEXT_AFTER_QUESTION_DECAY = 0.8
+PREV_DECAY = 0.35
+BRIDGE_DECAY = 0.6
+
+
+def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.ndarray,
+                       question_like: np.ndarray, unit_entities: list[list[int]],
+                       entity_df: np.ndarray, entity_turns: list[list[int]], neighbours: int = 1, bridges: int = 2
+                       ) -> dict[int, tuple[float, str]]:
+    """Closure units with their derived scores and the reason they were added."""
+    n = len(scores)
+    chosen = set(primary)
+    found: dict[int, tuple[float, str]] = {}
+
+    def offer(node: int, score: float, reason: str) -> None:
+        if node in chosen or not 0 <= node < n:
+            return
+        if score > found.get(node, (-1.0, ""))[0]:
+            found[node] = (score, reason)
+
+    for node in primary:
+        base = float(scores[node])
+        for step in range(1, neighbours + 1):
+            after, before = node + step, node - step
+            if after < n and session[after] == session[node]:
+                decay = NEXT_AFTER_QUESTION_DECAY if question_like[node] and step == 1 else NEXT_DECAY
+                offer(after, base * decay ** step, f"reply to {node}")
+            if before >= 0 and session[before] == session[node]:
+                offer(before, base * PREV_DECAY ** step, f"context of {node}")
+    if bridges > 0 and len(primary) > 1:
+        holders: dict[int, set[int]] = defaultdict(set)
+        for node in primary:
+            for entity in unit_entities[node]:
+                if entity_df[entity] <= max(3, 0.05 * n):  # hubs bridge nothing
+                    holders[entity].add(node)
+        links: dict[int, set[int]] = defaultdict(set)
+        for entity, sources in holders.items():
+            for other in entity_turns[entity]:
+                if other not in chosen:
+                    links[other] |= sources
+        ranked = sorted(((len(src), -min(src), other, src) for other, src in links.items() if len(src) >= 2),
+                        key=lambda item: (-item[0], -float(np.mean([scores[s] for s in item[3]])), item[2]))
+        for _, _, other, sources in ranked[:bridges]:
+            offer(other, BRIDGE_DECAY * float(np.mean([scores[s] for s in sources])),
+                  f"bridge between {sorted(sources)}")
+    return found
+

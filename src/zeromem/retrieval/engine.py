@@ -1,0 +1,195 @@
+"""The Zero-Mem engine: one query in, a ranked, provenance-bearing evidence set out.
+
+profile φ(q) → route ρ → view 1 (graph PPR + lexical refinement) and view 2 (hierarchy) →
+fusion → top-K primary → closure → calibration → at most ``k`` turns of evidence.
+No step calls a language model; the only encoder touched per query is the query embedding.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..config import RetrievalConfig
+from ..types import Evidence, Provenance
+from ..views.graph import align_entities, graph_scores, query_ngrams
+from ..views.hierarchy import hierarchy_scores, lift_to_turns
+from .calibrate import no_answer_score, subject_compat, time_compat
+from .closure import closure_candidates
+from .fuse import fuse, normalize, top_indices
+from .prepared import PreparedScope
+from .profile import QueryProfile, build_profile
+from .route import Route, route
+
+LEXICAL_SHARE = 0.5  # within a level: BM25 vs dense
+REFINE_SHARE = 0.25  # within the graph view: lexical refinement vs PPR
+SEED_TURNS = 5
+_HARD_TERM = re.compile(r"\"([^\"]+)\"|'([^']{3,})'|\b(\d[\d,.:/-]*)\b|\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
+
+
+@dataclass
+class SearchResult:
+    evidence: list[Evidence]
+    profile: QueryProfile
+    route: Route
+    no_answer_score: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class Engine:
+    def __init__(self, config: RetrievalConfig, tokenize: Callable[[str], list[str]],
+                 encode_query: Callable[[str], np.ndarray]) -> None:
+        self.config = config
+        self.tokenize = tokenize
+        self.encode_query = encode_query
+
+    def search(self, prep: PreparedScope, query: str, *, k: int = 10, session: str | None = None,
+               as_of: dt.datetime | None = None, allowed_rowids: set[int] | None = None) -> SearchResult:
+        cfg = self.config
+        t0 = time.perf_counter()
+        qvec = self.encode_query(query)
+        t_enc = time.perf_counter()
+        profile = build_profile(query, prep.speakers)
+        plan = route(profile, cfg.primary_weight)
+        qtokens = self.tokenize(query)
+        snap = prep.snap
+        n = prep.n_turns
+        if n == 0:
+            return SearchResult([], profile, plan, 1.0, _timings(t0, t_enc))
+
+        # View 2 inputs: every level scored lexically and densely, lifted onto turns.
+        level_scores: dict[str, np.ndarray] = {}
+        raw_dense_turn = np.zeros(n)
+        for level in ("turn", "span", "window", "episode"):
+            if level not in snap.lexical:
+                continue
+            lex = normalize(snap.lexical[level].scores(qtokens))
+            cos = snap.dense[level].scores(qvec)
+            if level == "turn":
+                raw_dense_turn = cos
+            level_scores[level] = LEXICAL_SHARE * lex + (1 - LEXICAL_SHARE) * normalize(cos)
+        lifted = lift_to_turns(prep.hier, level_scores)
+        hier = hierarchy_scores(lifted)
+
+        # View 1: PPR from aligned entities and the best lexical/dense turns, then refinement.
+        grams = query_ngrams([w for w in profile.words])
+        aligned = align_entities(prep.graph, grams, qvec, snap.entity_vectors, snap.entity_names)
+        seeds = {int(i): float(level_scores["turn"][i]) for i in top_indices(level_scores["turn"], SEED_TURNS)
+                 if level_scores["turn"][i] > 0}
+        ppr = normalize(graph_scores(prep.graph, aligned, seeds, damping=cfg.ppr_damping))
+        refine = _lexical_refinement(query, prep.turn_text)
+        graph = (1 - REFINE_SHARE) * ppr + REFINE_SHARE * refine
+
+        w_graph, w_hier = plan.weights()
+        if not cfg.use_graph:
+            w_graph, w_hier = 0.0, 1.0
+        if not cfg.use_hierarchy:
+            w_graph, w_hier = 1.0, 0.0
+        fused = fuse({"graph": graph, "hierarchy": hier}, {"graph": w_graph, "hierarchy": w_hier})
+
+        compat = np.ones(n)
+        if cfg.use_calibration:
+            compat = subject_compat(prep.turn_speaker, prep.turn_text, profile.subject)
+            compat = compat * time_compat(prep.turn_dates, profile.temporal_cues)
+        score = fused * compat
+        mask = _eligible(prep, session, as_of, allowed_rowids)
+        score = np.where(mask, score, -1.0)
+
+        budget = max(1, int(k))
+        primary = [int(i) for i in top_indices(score, min(cfg.top_k_primary, budget)) if score[i] > 0]
+        chosen: dict[int, tuple[float, str]] = {i: (float(score[i]), "primary") for i in primary}
+        if cfg.use_closure and primary:
+            extra = closure_candidates(
+                primary, np.maximum(score, 0), session=prep.hier.turn_session,
+                question_like=prep.question_like, unit_entities=prep.graph.unit_entities,
+                entity_df=prep.graph.entity_df, entity_turns=prep.graph.entity_turns,
+                neighbours=cfg.closure_neighbours, bridges=cfg.closure_graph_bridges)
+            for node, (value, reason) in extra.items():
+                if mask[node]:
+                    chosen[node] = (value, reason)
+        for i in top_indices(score, budget + len(chosen)):
+            if score[i] > 0 and int(i) not in chosen:
+                chosen[int(i)] = (float(score[i]), "ranked")
+        ranked = sorted(chosen.items(), key=lambda item: (-item[1][0], item[0]))[:budget]
+        if cfg.use_calibration:
+            ranked = _newest_state_first(ranked, prep.superseded_by)
+
+        evidence = [self._evidence(prep, node, value, reason, {
+            "graph": float(graph[node]), "ppr": float(ppr[node]), "lexical_refinement": float(refine[node]),
+            "hierarchy": float(hier[node]), **{f"h_{lvl}": float(v[node]) for lvl, v in lifted.items()},
+            "dense_cosine": float(raw_dense_turn[node]), "compatibility": float(compat[node]),
+            "route": plan.primary}) for node, (value, reason) in ranked]
+        top_nodes = [node for node, _ in ranked[:3]]
+        texts = [prep.turn_text[j] for i in top_nodes for j in (i - 1, i, i + 1) if 0 <= j < n]
+        no_answer = no_answer_score(profile.keywords, texts,
+                                    float(raw_dense_turn[top_nodes[0]]) if top_nodes else 0.0)
+        return SearchResult(evidence, profile, plan, no_answer, _timings(t0, t_enc))
+
+    def _evidence(self, prep: PreparedScope, node: int, score: float, reason: str,
+                  why: dict[str, Any]) -> Evidence:
+        rowid = int(prep.turn_rowid[node])
+        trace = prep.snap.traces[rowid]
+        provenance = Provenance(trace.id, trace.session, trace.speaker,
+                                trace.event_time or trace.session_time, trace.source_id, trace.seq)
+        notes = tuple(f"{s.surface} = {s.label()}" for s in prep.annotations.get(node, []))
+        newer = prep.superseded_by.get(node)
+        return Evidence(text=trace.text, trace_ids=(trace.id,), provenance=(provenance,),
+                        score=round(score, 6), level="turn", why={"reason": reason, **why},
+                        annotations=notes,
+                        superseded_by=f"t{int(prep.turn_rowid[newer])}" if newer is not None else None)
+
+
+def _timings(t0: float, t_enc: float) -> dict[str, float]:
+    end = time.perf_counter()
+    return {"encode_ms": (t_enc - t0) * 1000, "total_ms": (end - t0) * 1000,
+            "retrieve_ms": (end - t_enc) * 1000}
+
+
+def _eligible(prep: PreparedScope, session: str | None, as_of: dt.datetime | None,
+              allowed_rowids: set[int] | None) -> np.ndarray:
+    mask = np.ones(prep.n_turns, dtype=bool)
+    if session is None and as_of is None and allowed_rowids is None:
+        return mask
+    cutoff = as_of.isoformat() if as_of else None
+    for node, rowid in enumerate(prep.turn_rowid):
+        trace = prep.snap.traces[int(rowid)]
+        if session is not None and trace.session != session:
+            mask[node] = False
+        elif cutoff and (trace.event_time or trace.session_time or trace.recorded_at) > cutoff:
+            mask[node] = False
+        elif allowed_rowids is not None and int(rowid) not in allowed_rowids:
+            mask[node] = False
+    return mask
+
+
+def _lexical_refinement(query: str, texts: list[str]) -> np.ndarray:
+    """Share of the query's hard terms (quoted phrases, numbers, names) found verbatim in a turn."""
+    terms = []
+    for m in _HARD_TERM.finditer(query):
+        term = next(g for g in m.groups() if g)
+        if term.lower() not in {"what", "when", "where", "who", "how", "which", "did", "does", "is"}:
+            terms.append(term.lower())
+    out = np.zeros(len(texts))
+    if not terms:
+        return out
+    for i, text in enumerate(texts):
+        low = text.lower()
+        out[i] = sum(1 for t in terms if t in low) / len(terms)
+    return out
+
+
+def _newest_state_first(ranked: list, superseded_by: dict[int, int]) -> list:
+    """When a superseded turn and its successor are both selected, the successor goes first."""
+    positions = {node: i for i, (node, _) in enumerate(ranked)}
+    order = list(ranked)
+    for node, newer in superseded_by.items():
+        if node in positions and newer in positions and positions[newer] > positions[node]:
+            a, b = positions[node], positions[newer]
+            order[a], order[b] = order[b], order[a]
+            positions[node], positions[newer] = b, a
+    return order

@@ -1,0 +1,47 @@
+"""Per-view score normalization and weighted fusion (SPEC §2.5).
+
+``normalize`` maps one view's raw scores onto [0, 1] relative to that view's own distribution:
+``Ŝ(d) = clip((S(d) − m) / (max S − m), 0, 1)`` with ``m`` the median, so a view whose scores
+are all alike contributes little and a view with one clear winner contributes it fully. For
+sparse scores (BM25, PageRank mass: median 0) this is plain division by the maximum.
+``fuse`` is ``S = ρ Ŝ_primary + (1 − ρ) Ŝ_secondary`` generalised to named weights.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+
+def normalize(scores: np.ndarray) -> np.ndarray:
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.size == 0:
+        return scores
+    top = float(scores.max())
+    floor = float(np.median(scores))
+    if top <= floor:
+        return np.zeros_like(scores)
+    return np.clip((scores - floor) / (top - floor), 0.0, 1.0)
+
+
+def fuse(views: Mapping[str, np.ndarray], weights: Mapping[str, float]) -> np.ndarray:
+    """Weighted sum of already-normalized views; views with zero weight are skipped."""
+    total = None
+    for name, weight in sorted(weights.items()):
+        if weight == 0 or name not in views:
+            continue
+        part = weight * np.asarray(views[name], dtype=np.float64)
+        total = part if total is None else total + part
+    if total is None:
+        size = len(next(iter(views.values()))) if views else 0
+        return np.zeros(size)
+    return total
+
+
+def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k best scores, best first, ties broken by lower index (deterministic)."""
+    if k <= 0 or scores.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.lexsort((np.arange(scores.size), -scores))
+    return order[:k]

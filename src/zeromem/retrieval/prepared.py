@@ -1,0 +1,63 @@
+"""Everything the engine precomputes for one scope snapshot: graph, hierarchy, time, state."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..encoders.timexpr import TimeSpan, parse_anchor, resolve_relative
+from ..indexes.snapshot import ScopeSnapshot
+from ..views.graph import EntityGraph, build_graph
+from ..views.hierarchy import Hierarchy, build_hierarchy
+from .calibrate import state_assertions, supersession
+
+
+@dataclass
+class PreparedScope:
+    snap: ScopeSnapshot
+    graph: EntityGraph
+    hier: Hierarchy
+    speakers: list[str]
+    turn_rowid: np.ndarray  # trace rowid per turn node
+    turn_text: list[str]  # verbatim trace text per turn node
+    turn_speaker: list[str | None]
+    question_like: np.ndarray
+    turn_dates: list[list[tuple[dt.date, dt.date]]]  # session date and dates it mentions
+    annotations: dict[int, list[TimeSpan]]  # resolved relative expressions per turn node
+    superseded_by: dict[int, int]
+
+    @property
+    def n_turns(self) -> int:
+        return self.graph.n_turns
+
+
+def prepare(snap: ScopeSnapshot, alias: dict[str, str]) -> PreparedScope:
+    graph = build_graph(snap, alias)
+    hier = build_hierarchy(snap)
+    turns = snap.units_of("turn")
+    rowids = np.asarray([snap.rowids[int(u)][0] for u in turns], dtype=np.int64)
+    traces = [snap.traces[int(r)] for r in rowids]
+    texts = [t.text for t in traces]
+    speakers_per_turn = [t.speaker for t in traces]
+    question_like = np.asarray([t.text.rstrip().endswith("?") for t in traces])
+    turn_dates: list[list[tuple[dt.date, dt.date]]] = []
+    annotations: dict[int, list[TimeSpan]] = {}
+    assertions = {}
+    order = {}
+    for node, trace in enumerate(traces):
+        anchor = parse_anchor(trace.event_time or trace.session_time)
+        ranges = [(anchor, anchor)] if anchor else []
+        spans = resolve_relative(trace.text, anchor)
+        if spans:
+            annotations[node] = spans
+            ranges += [(s.first, s.last) for s in spans]
+        turn_dates.append(ranges)
+        found = state_assertions(trace.text, trace.speaker)
+        if found:
+            assertions[node] = found
+        order[node] = (trace.event_time or trace.session_time or trace.recorded_at, trace.seq, node)
+    speakers = sorted({s for s in speakers_per_turn if s})
+    return PreparedScope(snap, graph, hier, speakers, rowids, texts, speakers_per_turn,
+                         question_like, turn_dates, annotations, supersession(assertions, order))

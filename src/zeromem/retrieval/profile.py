@@ -1,0 +1,90 @@
+"""The query profile φ(q) = {subject, keywords, answer type, temporal cues, boundary} (SPEC §2.4).
+
+Built from the query text and the scope's known speakers only — never from an answer. Pure
+regular-expression and lookup work: microseconds, no model.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from ..encoders.timexpr import TimeSpan, parse_absolute
+
+_WORD = re.compile(r"[\w][\w'’-]*", re.UNICODE)
+_YES_NO = re.compile(r"^(is|are|was|were|do|does|did|has|have|had|can|could|would|will|should)\b", re.I)
+_AGGREGATE = re.compile(
+    r"\b(all|both|every|each|how many|how often|times|list|activities|things|ways|kinds|types|"
+    r"which .* and|what .*(?:s|events|places|books|hobbies|pets|instruments) (?:has|have|did|does))\b",
+    re.I)
+_TEMPORAL_WORDS = re.compile(
+    r"\b(when|what (?:date|day|month|year|time)|how long|before|after|first|last|since|until|"
+    r"ago|recently|earlier|later)\b", re.I)
+_BOUNDARY = re.compile(r"\b(right after|right before|just after|just before|same (?:session|day|conversation)|"
+                       r"in the (?:first|last|previous|next) (?:session|conversation|chat))\b", re.I)
+
+
+@dataclass
+class QueryProfile:
+    text: str
+    words: list[str]
+    subject: str | None
+    mentioned_speakers: list[str]
+    answer_type: str
+    temporal_cues: list[TimeSpan]
+    asks_time: bool
+    aggregation: bool
+    boundary: str | None
+    keywords: list[str] = field(default_factory=list)
+
+
+ANSWER_TYPES = ("date", "person", "place", "number", "yes/no", "list", "reason", "description")
+
+
+def answer_type(query: str) -> str:
+    q = query.strip().lower()
+    if re.match(r"^(when|what (date|day|month|year|time)|which (date|day|month|year))\b", q) or \
+            re.search(r"\b(what|which) (date|day|month|year)\b", q):
+        return "date"
+    if re.match(r"^(how (many|much|long|old|far))\b", q):
+        return "number"
+    if re.match(r"^(who|whom|whose)\b", q):
+        return "person"
+    if re.match(r"^where\b", q) or re.search(r"\b(which|what) (city|country|state|place|town)\b", q):
+        return "place"
+    if re.match(r"^why\b", q):
+        return "reason"
+    if _YES_NO.match(q) or re.match(r"^would\b", q):
+        return "yes/no"
+    if _AGGREGATE.search(q):
+        return "list"
+    return "description"
+
+
+_STOP = frozenset("""a an the of to in on at for from by with about as and or but is are was were be been being
+do does did has have had what which who whom whose when where why how that this these those it its
+his her their them they he she you your i me my we our us can could would will should shall may might
+must not no yes any some there here than then so if into out up down over under again very just
+""".split())
+
+
+def build_profile(query: str, speakers: Iterable[str]) -> QueryProfile:
+    words = [w.lower().replace("’", "'") for w in _WORD.findall(query)]
+    words = [w[:-2] if w.endswith("'s") else w for w in words]
+    known = {s.lower(): s for s in speakers if s}
+    first_names = {s.split()[0].lower(): s for s in known.values()}
+    mentioned: list[str] = []
+    for w in words:
+        name = known.get(w) or first_names.get(w)
+        if name and name not in mentioned:
+            mentioned.append(name)
+    keywords = [w for w in words if w not in _STOP and w.lower() not in known and w not in first_names]
+    asks_time = bool(_TEMPORAL_WORDS.search(query))
+    boundary = _BOUNDARY.search(query)
+    return QueryProfile(
+        text=query, words=words, subject=mentioned[0] if mentioned else None,
+        mentioned_speakers=mentioned, answer_type=answer_type(query),
+        temporal_cues=parse_absolute(query), asks_time=asks_time,
+        aggregation=bool(_AGGREGATE.search(query)), boundary=boundary.group(0) if boundary else None,
+        keywords=keywords)

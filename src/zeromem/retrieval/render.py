@@ -1,0 +1,61 @@
+"""Render evidence as a prompt block: chronological, with session dates, speakers, and the
+resolved dates of relative expressions shown as annotations beside the verbatim text."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..types import Evidence
+
+_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+def count_tokens(text: str) -> int:
+    """Word-piece-free token estimate: words and punctuation marks (no download needed)."""
+    return len(_TOKEN.findall(text))
+
+
+@dataclass(frozen=True)
+class RenderedContext:
+    """The prompt block and the evidence it shows (a subset when the budget was tight)."""
+
+    text: str
+    evidence: tuple[Evidence, ...]
+    tokens: int
+
+
+def _line(ev: Evidence) -> str:
+    speaker = f"{ev.speaker}: " if ev.speaker else ""
+    note = f"  [{'; '.join(ev.annotations)}]" if ev.annotations else ""
+    stale = f"  [superseded by {ev.superseded_by}]" if ev.superseded_by else ""
+    return f"{speaker}{ev.text}{note}{stale}"
+
+
+def render(evidence: list[Evidence], *, budget_tokens: int | None = None,
+           captions: dict[str, tuple[str, ...]] | None = None) -> RenderedContext:
+    """Chronological grouping by session; evidence is admitted best-first until the budget."""
+    captions = captions or {}
+    admitted: list[Evidence] = []
+    used = 0
+    for ev in evidence:
+        cost = count_tokens(_line(ev)) + 12
+        if budget_tokens is not None and used + cost > budget_tokens:
+            continue
+        admitted.append(ev)
+        used += cost
+    ordered = sorted(admitted, key=lambda e: (e.time or "", e.session or "", e.provenance[0].seq))
+    lines: list[str] = []
+    current = None
+    for ev in ordered:
+        header = (ev.session, ev.time[:10] if ev.time else None)
+        if header != current:
+            when = ev.time.replace("T", " ")[:16] if ev.time else "undated"
+            lines.append(f"--- {ev.session or 'no session'} ({when}) ---")
+            current = header
+        text = _line(ev)
+        for caption in captions.get(ev.trace_ids[0], ()):
+            text += f" [image: {caption}]"
+        lines.append(f"[{ev.trace_ids[0]}] {text}")
+    block = "\n".join(lines)
+    return RenderedContext(block, tuple(admitted), count_tokens(block))

@@ -1,0 +1,39 @@
+"""Route(q) ∈ {relational, local} and the view weights ρ / 1 − ρ (SPEC §2.4).
+
+Relational questions gather facts spread across the history (aggregation, several named
+entities, lists): the entity graph leads. Local questions pin one moment (a time cue, a session
+boundary, a single fact): the temporal hierarchy leads. Both views always stay active; only their
+weights change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .profile import QueryProfile
+
+DEFAULT_RHO = 0.6
+
+
+@dataclass(frozen=True)
+class Route:
+    primary: str  # "relational" or "local"
+    rho: float
+
+    def weights(self) -> tuple[float, float]:
+        """(graph weight, hierarchy weight)."""
+        return (self.rho, 1 - self.rho) if self.primary == "relational" else (1 - self.rho, self.rho)
+
+
+def route(profile: QueryProfile, rho: float = DEFAULT_RHO) -> Route:
+    relational = 0
+    local = 0
+    if profile.aggregation or profile.answer_type == "list":
+        relational += 2
+    if len(profile.mentioned_speakers) > 1:
+        relational += 1
+    if profile.temporal_cues or profile.boundary:
+        local += 2
+    if profile.asks_time or profile.answer_type in ("date", "yes/no"):
+        local += 1
+    return Route("relational" if relational > local else "local", rho)

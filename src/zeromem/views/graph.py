@@ -1,0 +1,141 @@
+"""View 1: the entity–context graph (SPEC §2.2).
+
+Nodes are turn units and entities; a turn links to each entity detected in it with the
+frequency-normalized weight ``w(d, e) = c(e, d) / Σ_e' c(e', d)``, and consecutive turns of a
+session link to each other (weight ``ADJACENCY_WEIGHT``) to keep local continuity. Only observed
+co-occurrence is recorded: no triples, no inferred relations. Retrieval aligns the query to
+entities (exact n-gram match plus embedding cosine), restarts a Personalized PageRank there and
+reads the stationary mass on the turns.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..indexes.snapshot import ScopeSnapshot
+from .ppr import personalized_pagerank, row_normalize
+
+ADJACENCY_WEIGHT = 0.3
+DENSE_ALIGN_MIN_COS = 0.55
+DENSE_ALIGN_TOP = 5
+MAX_NGRAM = 4
+
+
+def edge_weights(counts: dict[str, int]) -> dict[str, float]:
+    """``w(d, e) = c(e, d) / Σ c(e', d)`` for the entities of one unit."""
+    total = sum(counts.values())
+    return {e: c / total for e, c in counts.items()} if total else {}
+
+
+@dataclass
+class EntityGraph:
+    turn_units: np.ndarray  # snapshot indices of the turn nodes, node i ↔ turn_units[i]
+    entities: list[str]
+    entity_index: dict[str, int]
+    transition: sp.csr_matrix
+    unit_entities: list[list[int]]  # per turn node: entity ids
+    entity_df: np.ndarray  # number of turns mentioning each entity
+    entity_turns: list[list[int]]  # per entity: the turn nodes that mention it
+    alias: dict[str, str]
+
+    @property
+    def n_turns(self) -> int:
+        return len(self.turn_units)
+
+
+def build_graph(snap: ScopeSnapshot, alias: dict[str, str] | None = None) -> EntityGraph:
+    alias = alias or {}
+    turns = snap.units_of("turn")
+    node_of_unit = {int(u): i for i, u in enumerate(turns)}
+    per_unit: dict[int, dict[str, int]] = defaultdict(dict)
+    for unit, entity, count in snap.mentions:
+        if unit in node_of_unit:
+            key = alias.get(entity, entity)
+            bucket = per_unit[node_of_unit[unit]]
+            bucket[key] = bucket.get(key, 0) + count
+    entities = sorted({e for bucket in per_unit.values() for e in bucket})
+    entity_index = {e: i for i, e in enumerate(entities)}
+    n_t, n_e = len(turns), len(entities)
+    rows, cols, vals = [], [], []
+    unit_entities: list[list[int]] = [[] for _ in range(n_t)]
+    df = np.zeros(n_e)
+    for node in sorted(per_unit):
+        for entity, weight in sorted(edge_weights(per_unit[node]).items()):
+            j = n_t + entity_index[entity]
+            rows += [node, j]
+            cols += [j, node]
+            vals += [weight, weight]
+            unit_entities[node].append(entity_index[entity])
+            df[entity_index[entity]] += 1
+    for a in range(n_t - 1):
+        ua, ub = int(turns[a]), int(turns[a + 1])
+        if snap.session[ua] == snap.session[ub]:
+            rows += [a, a + 1]
+            cols += [a + 1, a]
+            vals += [ADJACENCY_WEIGHT, ADJACENCY_WEIGHT]
+    size = n_t + n_e
+    adjacency = sp.csr_matrix((vals, (rows, cols)), shape=(size, size))
+    entity_turns: list[list[int]] = [[] for _ in range(n_e)]
+    for node, ents in enumerate(unit_entities):
+        for j in ents:
+            entity_turns[j].append(node)
+    return EntityGraph(turns, entities, entity_index, row_normalize(adjacency), unit_entities,
+                       df, entity_turns, alias)
+
+
+def align_entities(graph: EntityGraph, query_ngrams: list[str], query_vec: np.ndarray | None,
+                   entity_vectors: np.ndarray | None, entity_names: list[str]) -> dict[int, float]:
+    """η(e | q): 1.0 for entities the query names exactly, cosine for close embeddings."""
+    aligned: dict[int, float] = {}
+    for gram in query_ngrams:
+        key = graph.alias.get(gram, gram)
+        if key in graph.entity_index:
+            aligned[graph.entity_index[key]] = 1.0
+    if query_vec is not None and entity_vectors is not None and len(entity_names):
+        cos = entity_vectors @ query_vec
+        top = np.argsort(-cos, kind="stable")[:DENSE_ALIGN_TOP]
+        for i in top:
+            if cos[i] < DENSE_ALIGN_MIN_COS:
+                break
+            key = graph.alias.get(entity_names[i], entity_names[i])
+            j = graph.entity_index.get(key)
+            if j is not None:
+                aligned[j] = max(aligned.get(j, 0.0), float(cos[i]))
+    return aligned
+
+
+def graph_scores(graph: EntityGraph, aligned: dict[int, float], seed_turns: dict[int, float],
+                 *, damping: float) -> np.ndarray:
+    """PPR mass on every turn node, restarting from aligned entities and seed turns.
+
+    Entity restart mass is weighted by inverse document frequency so that an entity named in
+    every turn (a speaker's own name) does not drown the rare, discriminative ones.
+    """
+    n_t, n_e = graph.n_turns, len(graph.entities)
+    restart = np.zeros(n_t + n_e)
+    for j, eta in aligned.items():
+        restart[n_t + j] = eta * np.log1p(n_t / max(graph.entity_df[j], 1.0))
+    entity_mass = restart.sum()
+    if seed_turns:
+        seeds = np.zeros(n_t + n_e)
+        for node, weight in seed_turns.items():
+            seeds[node] = weight
+        seeds *= (entity_mass if entity_mass > 0 else 1.0) / seeds.sum()
+        restart += seeds
+    if restart.sum() <= 0:
+        return np.zeros(n_t)
+    pi = personalized_pagerank(graph.transition, restart, damping=damping)
+    return pi[:n_t]
+
+
+def query_ngrams(tokens: list[str], max_n: int = MAX_NGRAM) -> list[str]:
+    """All 1..max_n-grams of the query's normalized words, for exact entity alignment."""
+    grams = []
+    for n in range(1, max_n + 1):
+        for i in range(len(tokens) - n + 1):
+            grams.append(" ".join(tokens[i:i + n]))
+    return grams

@@ -1,0 +1,67 @@
+"""Shared fixtures. Real models are loaded once per session here (append new ones below)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from zeromem import Memory
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "locomo_moving_city.json"
+# Benchmark data lives beside the repo; tests that read it skip where it is absent.
+SHARED_LOCOMO = REPO.parent / "shared" / "data" / "locomo"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_default_db(tmp_path_factory, monkeypatch):
+    """No test may touch ~/.zeromem: the default store path points into a temp folder."""
+    monkeypatch.setenv("ZEROMEM_DB", str(tmp_path_factory.mktemp("home") / "memory.db"))
+
+
+@pytest.fixture
+def db_path(tmp_path) -> Path:
+    return tmp_path / "memory.db"
+
+
+@pytest.fixture
+def mem(db_path):
+    """A Memory on a fresh file, closed after the test."""
+    memory = Memory(db_path)
+    yield memory
+    memory.close()
+
+
+@pytest.fixture(scope="session")
+def example_path() -> Path:
+    return EXAMPLE
+
+
+@pytest.fixture(scope="session")
+def example_data() -> dict:
+    return json.loads(EXAMPLE.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def shared_locomo_files() -> list[Path]:
+    files = sorted(SHARED_LOCOMO.glob("*.json"))
+    if not files:
+        pytest.skip(f"LoCoMo data not found in {SHARED_LOCOMO}")
+    return files
+
+
+def _snapshot(memory: Memory) -> tuple:
+    stats = memory.stats(all_scopes=True)
+    stats.pop("path")
+    rows = memory.store.read("SELECT * FROM traces ORDER BY rowid_")
+    history = memory.store.read("SELECT * FROM trace_history ORDER BY id")
+    versions = memory.store.read("SELECT * FROM scope_versions ORDER BY 1, 2")
+    return stats, rows, history, versions
+
+
+@pytest.fixture(scope="session")
+def snapshot():
+    """snapshot(memory): everything observable in a store, to compare around a failed call."""
+    return _snapshot

@@ -1,0 +1,28 @@
+import numpy as np
+
+from zeromem.retrieval.fuse import fuse, normalize, top_indices
+
+
+def test_normalize_sparse_scores_divides_by_max():
+    assert np.allclose(normalize(np.array([0, 0, 0, 2.0, 4.0])), [0, 0, 0, 0.5, 1.0])
+
+
+def test_normalize_dense_scores_is_relative_to_median():
+    out = normalize(np.array([0.2, 0.3, 0.4, 0.6]))  # median 0.35
+    assert np.allclose(out, [0, 0, 0.05 / 0.25, 1.0])
+
+
+def test_normalize_flat_scores_contribute_nothing():
+    assert not normalize(np.full(4, 0.7)).any()
+    assert normalize(np.array([])).size == 0
+
+
+def test_fuse_is_weighted_sum():
+    views = {"graph": np.array([1.0, 0.0]), "hierarchy": np.array([0.0, 1.0])}
+    assert np.allclose(fuse(views, {"graph": 0.6, "hierarchy": 0.4}), [0.6, 0.4])
+    assert np.allclose(fuse(views, {"graph": 0.0, "hierarchy": 1.0}), [0.0, 1.0])
+
+
+def test_top_indices_breaks_ties_by_index():
+    assert list(top_indices(np.array([0.5, 0.9, 0.5, 0.9]), 3)) == [1, 3, 0]
+    assert top_indices(np.array([1.0]), 0).size == 0

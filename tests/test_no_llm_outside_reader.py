@@ -1,0 +1,134 @@
+"""Memory operations spend zero LLM calls: checked in the source and at run time.
+
+Statically, no module of ``src/zeromem`` outside ``reader/`` may import an LLM client, an HTTP
+client, or the reader itself — except the benchmark harness, which drives the reader as the
+final answering step after every memory operation is done, and checks the counter around them.
+At run time, ingest and search on a real memory leave the reader's call counter at zero and
+open no network connection.
+"""
+
+from __future__ import annotations
+
+import ast
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from zeromem import Memory
+from zeromem.reader import usage
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "zeromem"
+# Modules that reach a language model, or carry the HTTP a client would use to reach one.
+FORBIDDEN = ("openai", "anthropic", "litellm", "ollama", "cohere", "mistralai", "groq",
+             "together", "google.generativeai", "google.genai", "vertexai", "transformers.pipelines",
+             "httpx", "requests", "aiohttp", "urllib.request", "urllib3", "http.client",
+             "zeromem.reader")
+# Packages allowed to use the reader: the reader itself, and the harness that calls it last.
+ALLOWED = ("reader", "bench")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported_modules(path: Path) -> list[tuple[int, str]]:
+    """Every module an ``import`` statement of ``path`` names, relative imports resolved."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = _module_name(path)
+    if path.name != "__init__.py":
+        package = package.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            found.append((node.lineno, module))
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", ""))
+              in ("import_module", "__import__") and node.args
+              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def _is_forbidden(module: str) -> bool:
+    return any(module == name or module.startswith(name + ".") for name in FORBIDDEN)
+
+
+def test_no_module_outside_the_reader_imports_an_llm_client_or_the_reader():
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        top = path.relative_to(PACKAGE).parts[0]
+        if top in ALLOWED:
+            continue
+        for line, module in _imported_modules(path):
+            if _is_forbidden(module):
+                offenders.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {module}")
+    assert not offenders, "memory operations must not reach an LLM:\n" + "\n".join(offenders)
+
+
+def test_the_import_scanner_catches_relative_and_dynamic_imports(tmp_path, monkeypatch):
+    fake_package = tmp_path / "zeromem"
+    (fake_package / "retrieval").mkdir(parents=True)
+    bad = fake_package / "retrieval" / "sneaky.py"
+    bad.write_text("from ..reader import OpenAICompatReader\nimport importlib\n"
+                   "importlib.import_module('openai')\nimport httpx as h\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake_package)
+    modules = [m for _, m in _imported_modules(bad) if _is_forbidden(m)]
+    assert "zeromem.reader" in modules and "openai" in modules and "httpx" in modules
+
+
+def test_importing_the_memory_layers_does_not_load_the_reader_or_a_client():
+    code = ("import sys, zeromem, zeromem.memory\n"
+            "import pkgutil, importlib\n"
+            "for sub in ('retrieval', 'views', 'indexes', 'encoders', 'lifecycle', 'store'):\n"
+            "    try:\n"
+            "        pkg = importlib.import_module('zeromem.' + sub)\n"
+            "    except ImportError:\n"
+            "        continue\n"
+            "    for info in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + '.'):\n"
+            "        try:\n"
+            "            importlib.import_module(info.name)\n"
+            "        except ImportError:\n"
+            "            pass  # an optional backend whose package is absent\n"
+            f"bad = [m for m in sys.modules if m.split('.')[0] in {['openai', 'anthropic', 'litellm', 'httpx', 'requests']!r}"
+            " or m.startswith('zeromem.reader')]\n"
+            "print(','.join(sorted(bad)))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "", f"memory layers loaded: {done.stdout.strip()}"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(Memory, "search"), reason="Memory.search is not built yet")
+def test_ingest_and_search_spend_zero_llm_calls_and_open_no_connection(tmp_path, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a memory operation opened a network connection to {args[1:]}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    before = usage()
+    with Memory(tmp_path / "m.db", user="u") as mem:
+        mem.add_many([
+            {"text": "I moved to Denver last week.", "speaker": "Ana", "session": "s1",
+             "session_time": "2023-05-08T10:00:00", "seq": 0, "source_id": "D1:1"},
+            {"text": "Nice! I adopted a cat named Miso.", "speaker": "Ben", "session": "s1",
+             "session_time": "2023-05-08T10:00:00", "seq": 1, "source_id": "D1:2"},
+        ])
+        if hasattr(mem, "index"):
+            mem.index()
+        evidence = mem.search("Where does Ana live?", k=2)
+        if hasattr(mem, "render_context"):
+            mem.render_context("What is the cat called?", k=2)
+    assert evidence
+    spent = usage() - before
+    assert (spent.calls, spent.tokens) == (0, 0)

@@ -1,0 +1,168 @@
+"""The OpenAI-compatible reader against a local HTTP server speaking /v1/chat/completions."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from zeromem.reader import OpenAICompatReader, ReaderError, build_messages, usage
+from zeromem.reader import openai_compat
+
+
+class _Server:
+    """Replies with the queued (status, body) pairs, in order; records every request."""
+
+    def __init__(self) -> None:
+        self.replies: list[tuple[int, object]] = []
+        self.requests: list[dict] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                length = int(self.headers.get("Content-Length", 0))
+                server.requests.append({"path": self.path, "headers": dict(self.headers),
+                                        "body": json.loads(self.rfile.read(length))})
+                status, body = server.replies.pop(0) if server.replies else (500, {"error": "none left"})
+                raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args: object) -> None:
+                pass  # keep test output clean
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _completion(text: str, prompt: int | None = 120, completion: int | None = 4) -> dict:
+    reply: dict = {"id": "x", "object": "chat.completion",
+                   "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
+    if prompt is not None:
+        reply["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                          "total_tokens": prompt + (completion or 0)}
+    return reply
+
+
+@pytest.fixture
+def server():
+    srv = _Server()
+    yield srv
+    srv.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_retry_pause(monkeypatch):
+    monkeypatch.setattr(openai_compat, "_RETRY_PAUSE_S", 0.0)
+
+
+def test_answer_posts_the_context_and_question_and_returns_the_reply(server):
+    server.replies.append((200, _completion(" 7 May 2023 ")))
+    reader = OpenAICompatReader(server.url, "tiny-model")
+    answer = reader.answer("When did Caroline go?", "[8 May 2023] Caroline: I went yesterday.")
+    assert answer.text == "7 May 2023"
+    request = server.requests[0]
+    assert request["path"] == "/v1/chat/completions"
+    assert request["body"]["model"] == "tiny-model"
+    assert request["body"]["temperature"] == 0.0
+    user = request["body"]["messages"][-1]["content"]
+    assert "Caroline: I went yesterday." in user and "When did Caroline go?" in user
+
+
+def test_calls_and_tokens_are_counted_from_the_usage_object(server):
+    server.replies += [(200, _completion("a", 100, 3)), (200, _completion("b", 50, 2))]
+    reader = OpenAICompatReader(server.url, "m")
+    before = usage()
+    reader.answer("q1", "ctx")
+    reader.answer("q2", "ctx")
+    spent = usage() - before
+    assert (spent.calls, spent.prompt_tokens, spent.completion_tokens) == (2, 150, 5)
+    assert spent.calls_without_usage == 0
+
+
+def test_a_reply_without_usage_is_counted_as_a_call_with_unknown_tokens(server):
+    server.replies.append((200, _completion("a", prompt=None)))
+    before = usage()
+    answer = OpenAICompatReader(server.url, "m").answer("q", "ctx")
+    spent = usage() - before
+    assert answer.prompt_tokens is None
+    assert (spent.calls, spent.tokens, spent.calls_without_usage) == (1, 0, 1)
+
+
+def test_api_key_from_the_environment_is_sent_as_bearer(server, monkeypatch):
+    monkeypatch.setenv("ZM_TEST_KEY", "sekret")
+    server.replies.append((200, _completion("a")))
+    OpenAICompatReader(server.url, "m", api_key_env="ZM_TEST_KEY").answer("q", "ctx")
+    assert server.requests[0]["headers"]["Authorization"] == "Bearer sekret"
+
+
+def test_server_errors_are_retried_then_succeed(server):
+    server.replies += [(503, {"error": "busy"}), (200, _completion("ok"))]
+    answer = OpenAICompatReader(server.url, "m", retries=2).answer("q", "ctx")
+    assert answer.text == "ok"
+    assert len(server.requests) == 2
+
+
+def test_client_errors_fail_at_once_with_the_servers_message(server):
+    server.replies.append((404, {"error": "model 'm' not found"}))
+    with pytest.raises(ReaderError, match="not found.*--model"):
+        OpenAICompatReader(server.url, "m", retries=3).answer("q", "ctx")
+    assert len(server.requests) == 1
+
+
+def test_persistent_server_errors_give_up_after_the_retries(server):
+    server.replies += [(500, {"error": "boom"})] * 3
+    with pytest.raises(ReaderError, match="after 3 attempt"):
+        OpenAICompatReader(server.url, "m", retries=2).answer("q", "ctx")
+
+
+def test_unreachable_server_raises_a_reader_error_naming_the_url():
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    with pytest.raises(ReaderError, match=f"127.0.0.1:{port}.*server running"):
+        OpenAICompatReader(url, "m", retries=1, timeout_s=2).answer("q", "ctx")
+
+
+def test_a_reply_without_choices_is_an_error_and_still_counted(server):
+    server.replies.append((200, {"usage": {"prompt_tokens": 5, "completion_tokens": 0}}))
+    before = usage()
+    with pytest.raises(ReaderError, match="choices"):
+        OpenAICompatReader(server.url, "m").answer("q", "ctx")
+    assert (usage() - before).calls == 1
+
+
+def test_non_json_reply_is_an_error(server):
+    server.replies.append((200, b"<html>proxy</html>"))
+    with pytest.raises(ReaderError, match="JSON"):
+        OpenAICompatReader(server.url, "m").answer("q", "ctx")
+
+
+def test_configuration_mistakes_are_refused_up_front():
+    with pytest.raises(ValueError, match="http"):
+        OpenAICompatReader("localhost:8000/v1", "m")
+    with pytest.raises(ValueError, match="model"):
+        OpenAICompatReader("http://localhost:8000/v1", "")
+
+
+def test_prompt_carries_context_question_and_the_locomo_abstention_phrase():
+    messages = build_messages("Where does Ana live?", "Ana: I moved to Denver.")
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert "No information available" in messages[0]["content"]
+    assert "Ana: I moved to Denver." in messages[1]["content"]
+    assert messages[1]["content"].rstrip().endswith("Short answer:")
+    with pytest.raises(ValueError):
+        build_messages("  ", "ctx")
