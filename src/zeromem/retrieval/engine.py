@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from ..config import RetrievalConfig
 from ..types import Evidence, Provenance
@@ -41,6 +42,9 @@ class SearchResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
+_BLAS = ThreadpoolController()
+
+
 class Engine:
     def __init__(self, config: RetrievalConfig, tokenize: Callable[[str], list[str]],
                  encode_query: Callable[[str], np.ndarray]) -> None:
@@ -50,10 +54,18 @@ class Engine:
 
     def search(self, prep: PreparedScope, query: str, *, k: int = 10, session: str | None = None,
                as_of: dt.datetime | None = None, allowed_rowids: set[int] | None = None) -> SearchResult:
-        cfg = self.config
         t0 = time.perf_counter()
         qvec = self.encode_query(query)
         t_enc = time.perf_counter()
+        # The per-query arrays are small: a multi-threaded BLAS spends more time waking its
+        # threads than computing (measured ~100x slower on a busy 2-core machine).
+        with _BLAS.limit(limits=1, user_api="blas"):
+            return self._search(prep, query, qvec, t0, t_enc, k, session, as_of, allowed_rowids)
+
+    def _search(self, prep: PreparedScope, query: str, qvec: np.ndarray, t0: float, t_enc: float,
+                k: int, session: str | None, as_of: dt.datetime | None,
+                allowed_rowids: set[int] | None) -> SearchResult:
+        cfg = self.config
         profile = build_profile(query, prep.speakers)
         plan = route(profile, cfg.primary_weight)
         qtokens = self.tokenize(query)
@@ -82,7 +94,7 @@ class Engine:
         seeds = {int(i): float(level_scores["turn"][i]) for i in top_indices(level_scores["turn"], SEED_TURNS)
                  if level_scores["turn"][i] > 0}
         ppr = normalize(graph_scores(prep.graph, aligned, seeds, damping=cfg.ppr_damping))
-        refine = _lexical_refinement(query, prep.turn_text)
+        refine = _lexical_refinement(query, prep.turn_lower)
         graph = (1 - REFINE_SHARE) * ppr + REFINE_SHARE * refine
 
         w_graph, w_hier = plan.weights()
@@ -94,7 +106,10 @@ class Engine:
 
         compat = np.ones(n)
         if cfg.use_calibration:
-            compat = subject_compat(prep.turn_speaker, prep.turn_text, profile.subject)
+            if profile.subject not in prep.subject_cache:
+                prep.subject_cache[profile.subject] = subject_compat(
+                    prep.turn_speaker, prep.turn_lower, profile.subject)
+            compat = prep.subject_cache[profile.subject]
             compat = compat * time_compat(prep.turn_dates, profile.temporal_cues)
         score = fused * compat
         mask = _eligible(prep, session, as_of, allowed_rowids)
@@ -167,18 +182,17 @@ def _eligible(prep: PreparedScope, session: str | None, as_of: dt.datetime | Non
     return mask
 
 
-def _lexical_refinement(query: str, texts: list[str]) -> np.ndarray:
+def _lexical_refinement(query: str, lowered_texts: list[str]) -> np.ndarray:
     """Share of the query's hard terms (quoted phrases, numbers, names) found verbatim in a turn."""
     terms = []
     for m in _HARD_TERM.finditer(query):
         term = next(g for g in m.groups() if g)
         if term.lower() not in {"what", "when", "where", "who", "how", "which", "did", "does", "is"}:
             terms.append(term.lower())
-    out = np.zeros(len(texts))
+    out = np.zeros(len(lowered_texts))
     if not terms:
         return out
-    for i, text in enumerate(texts):
-        low = text.lower()
+    for i, low in enumerate(lowered_texts):
         out[i] = sum(1 for t in terms if t in low) / len(terms)
     return out
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,11 +22,13 @@ class PreparedScope:
     speakers: list[str]
     turn_rowid: np.ndarray  # trace rowid per turn node
     turn_text: list[str]  # verbatim trace text per turn node
+    turn_lower: list[str]  # the same, lower-cased once for substring tests
     turn_speaker: list[str | None]
     question_like: np.ndarray
     turn_dates: list[list[tuple[dt.date, dt.date]]]  # session date and dates it mentions
     annotations: dict[int, list[TimeSpan]]  # resolved relative expressions per turn node
     superseded_by: dict[int, int]
+    subject_cache: dict[str | None, np.ndarray] = field(default_factory=dict)
 
     @property
     def n_turns(self) -> int:
@@ -59,5 +61,6 @@ def prepare(snap: ScopeSnapshot, alias: dict[str, str]) -> PreparedScope:
             assertions[node] = found
         order[node] = (trace.event_time or trace.session_time or trace.recorded_at, trace.seq, node)
     speakers = sorted({s for s in speakers_per_turn if s})
-    return PreparedScope(snap, graph, hier, speakers, rowids, texts, speakers_per_turn,
+    return PreparedScope(snap, graph, hier, speakers, rowids, texts, [t.lower() for t in texts],
+                         speakers_per_turn,
                          question_like, turn_dates, annotations, supersession(assertions, order))

@@ -40,7 +40,7 @@ class Retriever:
             cached = self._prepared.get(scope.key)
             if cached is not None and cached.snap.version == version:
                 return cached
-            from ..encoders.entities import link_aliases
+            from ..encoders.aliases import link_aliases
             from ..encoders.tokenize import tokenize_many
             snap = load_snapshot(self.store, scope, tokenize_many)
             counts: dict[str, int] = {}

@@ -23,6 +23,7 @@ ADJACENCY_WEIGHT = 0.3
 DENSE_ALIGN_MIN_COS = 0.55
 DENSE_ALIGN_TOP = 5
 MAX_NGRAM = 4
+PPR_TOL = 1e-6  # scores are normalized by their maximum afterwards; finer changes no ranking
 
 
 def edge_weights(counts: dict[str, int]) -> dict[str, float]:
@@ -41,6 +42,11 @@ class EntityGraph:
     entity_df: np.ndarray  # number of turns mentioning each entity
     entity_turns: list[list[int]]  # per entity: the turn nodes that mention it
     alias: dict[str, str]
+    transposed: sp.csr_matrix | None = None  # Pᵀ, computed once for all queries
+
+    def __post_init__(self) -> None:
+        if self.transposed is None:
+            self.transposed = self.transition.T.tocsr()
 
     @property
     def n_turns(self) -> int:
@@ -128,7 +134,8 @@ def graph_scores(graph: EntityGraph, aligned: dict[int, float], seed_turns: dict
         restart += seeds
     if restart.sum() <= 0:
         return np.zeros(n_t)
-    pi = personalized_pagerank(graph.transition, restart, damping=damping)
+    pi = personalized_pagerank(graph.transition, restart, damping=damping, tol=PPR_TOL,
+                               transposed=graph.transposed)
     return pi[:n_t]
 
 

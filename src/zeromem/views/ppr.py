@@ -31,11 +31,13 @@ def row_normalize(adjacency: sp.spmatrix) -> sp.csr_matrix:
 
 def personalized_pagerank(transition: sp.spmatrix, restart: np.ndarray, *,
                           damping: float = DEFAULT_DAMPING, tol: float = DEFAULT_TOL,
-                          max_iter: int = DEFAULT_MAX_ITER) -> np.ndarray:
+                          max_iter: int = DEFAULT_MAX_ITER,
+                          transposed: sp.csr_matrix | None = None) -> np.ndarray:
     """Solve ``π = (1 − γ) r + γ Pᵀ π`` by power iteration.
 
     Mass that reaches a node without out-edges is returned to the restart distribution, so
-    ``π`` always sums to 1 when ``r`` does.
+    ``π`` always sums to 1 when ``r`` does. Pass ``transposed`` (``Pᵀ`` in CSR) when the same
+    graph serves many queries, to skip the transpose per call.
     """
     if not 0.0 <= damping < 1.0:
         raise ValueError(f"damping must be in [0, 1), got {damping}")
@@ -43,7 +45,7 @@ def personalized_pagerank(transition: sp.spmatrix, restart: np.ndarray, *,
     if total <= 0:
         return np.zeros(transition.shape[0])
     r = restart / total
-    pt = sp.csr_matrix(transition).T.tocsr()
+    pt = transposed if transposed is not None else sp.csr_matrix(transition).T.tocsr()
     dangling = np.asarray(transition.sum(axis=1)).ravel() == 0
     pi = r.copy()
     for _ in range(max_iter):

