@@ -29,12 +29,14 @@ class RetrievalConfig:
     """Knobs of the Zero-Mem engine (SPEC §2.2–2.5)."""
 
     ppr_damping: float = 0.6  # γ
-    primary_weight: float = 0.6  # ρ
+    primary_weight: float = 0.6  # ρ on relational queries (graph view leads)
+    local_primary_weight: float = 0.9  # ρ on local queries (hierarchy view leads)
     top_k_primary: int = 10  # K
     window_turns: int = 4
     window_stride: int = 2
     closure_graph_bridges: int = 2
     closure_neighbours: int = 1
+    session_diversity: float = 1.0  # δ: discount per turn already taken from the same session
     use_graph: bool = True
     use_hierarchy: bool = True
     use_closure: bool = True

@@ -26,6 +26,7 @@ from .fuse import fuse, normalize, top_indices
 from .prepared import PreparedScope
 from .profile import QueryProfile, build_profile
 from .route import Route, route
+from .select import select_diverse
 
 LEXICAL_SHARE = 0.5  # within a level: BM25 vs dense
 REFINE_SHARE = 0.25  # within the graph view: lexical refinement vs PPR
@@ -67,7 +68,7 @@ class Engine:
                 allowed_rowids: set[int] | None) -> SearchResult:
         cfg = self.config
         profile = build_profile(query, prep.speakers)
-        plan = route(profile, cfg.primary_weight)
+        plan = route(profile, cfg.primary_weight, cfg.local_primary_weight)
         qtokens = self.tokenize(query)
         snap = prep.snap
         n = prep.n_turns
@@ -127,10 +128,10 @@ class Engine:
             for node, (value, reason) in extra.items():
                 if mask[node]:
                     chosen[node] = (value, reason)
-        for i in top_indices(score, budget + len(chosen)):
+        for i in top_indices(score, 3 * budget + len(chosen)):
             if score[i] > 0 and int(i) not in chosen:
                 chosen[int(i)] = (float(score[i]), "ranked")
-        ranked = sorted(chosen.items(), key=lambda item: (-item[1][0], item[0]))[:budget]
+        ranked = select_diverse(chosen, prep.hier.turn_session, budget, cfg.session_diversity)
         if cfg.use_calibration:
             ranked = _newest_state_first(ranked, prep.superseded_by)
 

@@ -37,6 +37,30 @@ class QueryProfile:
     aggregation: bool
     boundary: str | None
     keywords: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # capitalized names that are not speakers
+    bridge: bool = False  # "the X who/that/which ...": an entity defined through another one
+
+
+_NAME = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|and|de|la|van|von|&)?\s*[A-Z0-9][\w'’.-]*)*")
+_BRIDGE = re.compile(r"\b(?:the|a|an)\s+(?:\w+\s+){0,3}?(?:who|whom|whose|that|which|where)\b", re.I)
+_QUESTION_WORDS = frozenset("what when where who whom whose which why how is are was were do does did "
+                            "has have had can could would will should in on at the a an".split())
+
+
+def query_names(query: str, speakers: Iterable[str]) -> list[str]:
+    """Capitalized names in the query that are not the conversation's speakers."""
+    speaker_words = {w.lower() for s in speakers if s for w in s.split()}
+    names = []
+    for m in _NAME.finditer(query):
+        words = m.group(0).split()
+        while words and words[0].lower() in _QUESTION_WORDS:
+            words = words[1:]
+        name = " ".join(words).strip(" ?.,'’")
+        if name.endswith("'s") or name.endswith("’s"):
+            name = name[:-2]
+        if name and not all(w.lower() in speaker_words for w in name.split()) and name not in names:
+            names.append(name)
+    return names
 
 
 ANSWER_TYPES = ("date", "person", "place", "number", "yes/no", "list", "reason", "description")
@@ -87,4 +111,5 @@ def build_profile(query: str, speakers: Iterable[str]) -> QueryProfile:
         mentioned_speakers=mentioned, answer_type=answer_type(query),
         temporal_cues=parse_absolute(query), asks_time=asks_time,
         aggregation=bool(_AGGREGATE.search(query)), boundary=boundary.group(0) if boundary else None,
-        keywords=keywords)
+        keywords=keywords, names=query_names(query, speakers),
+        bridge=bool(_BRIDGE.search(query)))

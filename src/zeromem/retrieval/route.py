@@ -25,15 +25,30 @@ class Route:
         return (self.rho, 1 - self.rho) if self.primary == "relational" else (1 - self.rho, self.rho)
 
 
-def route(profile: QueryProfile, rho: float = DEFAULT_RHO) -> Route:
+def route(profile: QueryProfile, rho: float = DEFAULT_RHO, local_rho: float | None = None) -> Route:
+    """Score the two routes from the profile; ties go local (the cheaper, safer view).
+
+    ``rho`` is the primary view's weight on relational queries, ``local_rho`` on local ones
+    (defaults to ``rho``): fixing one ρ for both was a stated weakness of the paper.
+    """
     relational = 0
     local = 0
-    if profile.aggregation or profile.answer_type == "list":
+    if len(profile.names) >= 2:
         relational += 2
+    elif profile.names and not profile.subject:
+        relational += 1
+    if profile.bridge:
+        relational += 1
+    if profile.aggregation or profile.answer_type == "list":
+        relational += 1
     if len(profile.mentioned_speakers) > 1:
         relational += 1
+    if profile.subject:
+        local += 1  # a personal question about a participant: its session context matters
     if profile.temporal_cues or profile.boundary:
         local += 2
     if profile.asks_time or profile.answer_type in ("date", "yes/no"):
         local += 1
-    return Route("relational" if relational > local else "local", rho)
+    if relational > local:
+        return Route("relational", rho)
+    return Route("local", rho if local_rho is None else local_rho)

@@ -23,7 +23,28 @@ ADJACENCY_WEIGHT = 0.3
 DENSE_ALIGN_MIN_COS = 0.55
 DENSE_ALIGN_TOP = 5
 MAX_NGRAM = 4
+PROPAGATED_ONLY = False
+SEED_MASS_RATIO = 1.0
 PPR_TOL = 1e-6  # scores are normalized by their maximum afterwards; finer changes no ranking
+
+
+_GENERIC_HEADS = frozenset("""day days week weeks month months year years time times thing things
+way ways lot lots bit kind kinds sort one ones stuff people person guy guys morning night evening
+weekend weekends today yesterday tomorrow""".split())
+
+
+def with_heads(entity: str) -> list[str]:
+    """An entity key and the suffixes of a multi-word key ("lgbtq support group" → "support
+    group", "group"): an English noun phrase is a kind of its head, so both mentions meet there.
+    Generic heads ("week", "thing") are left out: they would connect everything to everything."""
+    words = entity.split()
+    keys = [entity]
+    for start in range(1, len(words)):
+        suffix = " ".join(words[start:])
+        if start == len(words) - 1 and (suffix in _GENERIC_HEADS or len(suffix) < 3):
+            continue
+        keys.append(suffix)
+    return keys
 
 
 def edge_weights(counts: dict[str, int]) -> dict[str, float]:
@@ -60,9 +81,10 @@ def build_graph(snap: ScopeSnapshot, alias: dict[str, str] | None = None) -> Ent
     per_unit: dict[int, dict[str, int]] = defaultdict(dict)
     for unit, entity, count in snap.mentions:
         if unit in node_of_unit:
-            key = alias.get(entity, entity)
             bucket = per_unit[node_of_unit[unit]]
-            bucket[key] = bucket.get(key, 0) + count
+            for key in with_heads(alias.get(entity, entity)):
+                key = alias.get(key, key)
+                bucket[key] = bucket.get(key, 0) + count
     entities = sorted({e for bucket in per_unit.values() for e in bucket})
     entity_index = {e: i for i, e in enumerate(entities)}
     n_t, n_e = len(turns), len(entities)
@@ -130,12 +152,14 @@ def graph_scores(graph: EntityGraph, aligned: dict[int, float], seed_turns: dict
         seeds = np.zeros(n_t + n_e)
         for node, weight in seed_turns.items():
             seeds[node] = weight
-        seeds *= (entity_mass if entity_mass > 0 else 1.0) / seeds.sum()
+        seeds *= SEED_MASS_RATIO * (entity_mass if entity_mass > 0 else 1.0) / seeds.sum()
         restart += seeds
     if restart.sum() <= 0:
         return np.zeros(n_t)
     pi = personalized_pagerank(graph.transition, restart, damping=damping, tol=PPR_TOL,
                                transposed=graph.transposed)
+    if PROPAGATED_ONLY:
+        return np.maximum(pi[:n_t] - (1.0 - damping) * restart[:n_t] / restart.sum(), 0.0)
     return pi[:n_t]
 
 
