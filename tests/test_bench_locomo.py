@@ -239,3 +239,37 @@ def test_cli_reports_bad_input_without_a_traceback(tmp_path):
     reader = runner.invoke(bench_app, ["hotpotqa", "--data", str(tmp_path / "x.json"),
                                        "--reader", "openai"])
     assert reader.exit_code == 2 and "--base-url" in reader.output
+
+
+def test_original_locomo10_layout_is_read_with_sample_ids(tmp_path):
+    path = tmp_path / "locomo10.json"
+    conv = _conversation()
+    qa = conv.pop("qa")
+    path.write_text(json.dumps([{"sample_id": "conv-1", "conversation": conv, "qa": qa},
+                                {"sample_id": "conv-2", "conversation": conv, "qa": qa[:2]}]))
+    data = locomo.load_locomo([path])
+    assert [c.name for c in data.corpora] == ["conv-1", "conv-2"]
+    assert [len(c.queries) for c in data.corpora] == [6, 2]
+
+
+@pytest.mark.skipif(not _BASELINES_READY, reason="the BM25 tokenizer/index are not built yet")
+def test_cli_reader_scores_answers_and_reports_its_tokens_apart(locomo_file, tmp_path):
+    from test_reader import _Server, _completion
+
+    server = _Server()
+    server.default = (200, _completion("Denver", prompt=30, completion=2))
+    out = tmp_path / "out.json"
+    try:
+        result = CliRunner().invoke(bench_app, [
+            "locomo", "--data", str(locomo_file), "--k", "5", "--systems", "bm25",
+            "--reader", "openai", "--base-url", server.url, "--model", "tiny",
+            "--json", str(out), "--no-progress"])
+    finally:
+        server.close()
+    assert result.exit_code == 0, result.output
+    system = json.loads(out.read_text())["systems"]["bm25"]
+    reader = system["reader"]
+    assert reader["calls"] == len(QA) and reader["prompt_tokens"] == 30 * len(QA)
+    assert reader["f1"] == pytest.approx(100 * 1 / 4)  # only "Where did Ana move?" is Denver
+    assert system["overall"]["llm_calls"] == 0 and system["overall"]["llm_tokens"] == 0
+    assert len(server.requests) == len(QA)

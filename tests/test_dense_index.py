@@ -70,3 +70,9 @@ def test_ann_results_are_deterministic_across_builds():
     first = DenseIndex(vectors, ann_threshold=100).search(q, 10)
     second = DenseIndex(vectors, ann_threshold=100).search(q, 10)
     np.testing.assert_array_equal(first[0], second[0])
+
+
+def test_large_indexes_score_exactly_too():
+    vectors = unit_rows(5000, dim=8, seed=7)
+    q = unit_rows(1, dim=8, seed=8)[0]
+    np.testing.assert_allclose(DenseIndex(vectors).scores(q), vectors @ q, atol=1e-6)

@@ -18,6 +18,7 @@ class _Server:
 
     def __init__(self) -> None:
         self.replies: list[tuple[int, object]] = []
+        self.default: tuple[int, object] | None = None  # the reply once ``replies`` is empty
         self.requests: list[dict] = []
         server = self
 
@@ -26,7 +27,8 @@ class _Server:
                 length = int(self.headers.get("Content-Length", 0))
                 server.requests.append({"path": self.path, "headers": dict(self.headers),
                                         "body": json.loads(self.rfile.read(length))})
-                status, body = server.replies.pop(0) if server.replies else (500, {"error": "none left"})
+                status, body = (server.replies.pop(0) if server.replies
+                                else server.default or (500, {"error": "none left"}))
                 raw = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -39,7 +41,8 @@ class _Server:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever,
+                                       kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
 
     def close(self) -> None:

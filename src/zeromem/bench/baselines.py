@@ -69,12 +69,15 @@ class TurnIndexes:
         self._lexical: dict[str, Any] = {}
         self._dense: dict[str, Any] = {}
         self.build_ms: dict[tuple[str, str], float] = {}
+        self.model_load_ms = 0.0
 
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
             from ..encoders.factory import load_embedder
+            start = time.perf_counter()
             self._embedder = load_embedder(self.encoders)
+            self.model_load_ms = elapsed_ms(start)
         return self._embedder
 
     def units(self, corpus: str) -> Sequence[Unit]:
@@ -125,6 +128,10 @@ class _Baseline:
         for kind in self._needs:
             getattr(self.shared, kind)(corpus, units)
         return sum(self.shared.build_ms[(corpus, kind)] for kind in self._needs)
+
+    @property
+    def model_load_ms(self) -> float:
+        return self.shared.model_load_ms if "dense" in self._needs else 0.0
 
     def release(self, corpus: str) -> None:
         self.shared.release(corpus)

@@ -97,6 +97,7 @@ class SystemRun:
     turns: int = 0
     llm: reader_base.LLMUsage = field(default_factory=reader_base.LLMUsage)
     reader_llm: reader_base.LLMUsage | None = None
+    model_load_ms: float | None = None  # encoder loading, once per process: setup, not ingest
     no_answer_threshold: float | None = None
 
 
@@ -176,7 +177,8 @@ def run_benchmark(corpora: Sequence[Corpus], systems: Sequence[System], k: int, 
                 system.release(corpus.name)
     finally:
         bar.close()
-        for system in systems:
+        for result, system in zip(results, systems):
+            result.model_load_ms = getattr(system, "model_load_ms", None)
             system.close()
     return results
 
@@ -221,6 +223,8 @@ def execute(benchmark: str, corpora: Sequence[Corpus], system_names: Sequence[st
         f"MRR, and with k={k} for recall@{k}, all@{k}, hit@{k}, the context and latency",
         "returned evidence is flattened to the turns it covers, deduplicated, capped at k turns",
         "latency is the headline call; no_encode subtracts the query-encoding time",
+        "zeromem's context is Memory.render_context with its default token budget; its "
+        "retrieval metrics use the evidence Memory.search returned for that call",
         "mrr is 0-1; every other rate is a percentage 0-100; times are milliseconds",
     ]
     return report.build_document(benchmark, k, blocks, data=data, options=options,

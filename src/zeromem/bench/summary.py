@@ -87,9 +87,11 @@ def latency_block(runs: Sequence[QuestionRun]) -> dict[str, Any]:
 
 
 def cost_block(result: SystemRun) -> dict[str, Any]:
-    """Ingest time per turn and the memory operations' LLM usage (zero, or the run failed)."""
+    """Ingest time per turn (model loading excluded, reported apart) and the memory
+    operations' LLM usage (zero, or the run failed)."""
     return {
         "ingest_ms_per_turn": result.ingest_ms / result.turns if result.turns else None,
+        "model_load_ms": result.model_load_ms,
         "llm_calls": result.llm.calls,
         "llm_tokens": result.llm.tokens,
     }

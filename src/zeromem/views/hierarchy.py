@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from ..indexes.snapshot import ScopeSnapshot
 
-LEVEL_WEIGHTS = {"turn": 1.0, "span": 0.5, "window": 0.35, "episode": 0.15}
+LEVEL_WEIGHTS = {"turn": 1.0, "span": 0.5, "window": 0.6, "episode": 0.3}
 
 
 @dataclass
