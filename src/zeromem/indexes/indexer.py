@@ -119,9 +119,8 @@ class Indexer:
             split = {d.rowids[0] for d in plan["drafts"] if d.level == "span"} if TURN_FROM_SPANS else set()
             for draft in plan["drafts"]:
                 h = draft.text_hash
-                if draft.level == "turn" and draft.rowids[0] in split:
-                    continue
-                if draft.level in _EMBEDDED_LEVELS and h not in plan["vecs"]:
+                from_spans = draft.level == "turn" and draft.rowids[0] in split
+                if draft.level in _EMBEDDED_LEVELS and h not in plan["vecs"] and not from_spans:
                     to_embed[h] = draft.text
                 if draft.level == "turn" and h not in plan["mentions"]:
                     trace = raw[draft.rowids[0]]

@@ -21,6 +21,7 @@ from typing import Any, Iterator, Sequence
 from ..errors import InvalidInput, NotFound, StoreError
 from ..types import HistoryEvent, Scope, Trace
 from . import validate
+from .derived import purge_units_of_trace
 from .schema import migrate
 
 _ID_RE = re.compile(r"^t(\d{1,18})$")
@@ -247,6 +248,7 @@ class TraceStore:
                 " new_text, old_metadata, new_metadata) VALUES (?,?,?,?,?,?,?,?,?)",
                 (rowid, user, agent, "update", _now(), old_text, text_out, old_meta, meta_out))
             _mark_dirty(conn, user, agent, session)
+            purge_units_of_trace(conn, user, agent, session, rowid)
             _bump_version(conn, user, agent)
         return self.get(tid, scope)
 
@@ -266,6 +268,7 @@ class TraceStore:
                 " old_metadata) VALUES (?,?,?,?,?,?,?)",
                 (rowid, user, agent, "delete", _now(), row[0], row[1]))
             _mark_dirty(conn, user, agent, row[2])
+            purge_units_of_trace(conn, user, agent, row[2], rowid)
             _bump_version(conn, user, agent)
 
     def delete_scope(self, scope: Scope) -> int:

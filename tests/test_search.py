@@ -1,0 +1,93 @@
+"""Retrieval through the public API on the shipped example conversation (real models)."""
+
+from __future__ import annotations
+
+import pytest
+
+from zeromem import Evidence, InvalidInput, Memory
+from zeromem.ingest import load_file
+from zeromem.reader.base import usage
+
+
+@pytest.fixture(scope="module")
+def example_memory(tmp_path_factory, example_path):
+    conversation = load_file(example_path)[0]
+    memory = Memory(tmp_path_factory.mktemp("search") / "m.db", user="demo")
+    memory.add_many(conversation.drafts)
+    memory.index()
+    yield memory
+    memory.close()
+
+
+def _sources(evidence: list[Evidence]) -> list[str]:
+    return [e.provenance[0].source_id for e in evidence]
+
+
+def test_finds_the_single_hop_fact_with_full_provenance(example_memory):
+    evidence = example_memory.search("What is the name of Priya's cat?", k=5)
+    assert "D1:5" in _sources(evidence)
+    hit = evidence[_sources(evidence).index("D1:5")]
+    trace = example_memory.get(hit.trace_ids[0])
+    assert hit.text == trace.text  # verbatim
+    p = hit.provenance[0]
+    assert (p.trace_id, p.session, p.speaker, p.time) == (trace.id, trace.session, trace.speaker,
+                                                          trace.session_time)
+    assert {"graph", "hierarchy", "dense_cosine", "compatibility", "reason"} <= set(hit.why)
+
+
+def test_budget_of_k_turns_is_respected_and_results_are_sorted(example_memory):
+    for k in (1, 3, 10):
+        evidence = example_memory.search("Where does Priya live now?", k=k)
+        assert 1 <= len(evidence) <= k
+        assert len({e.trace_ids[0] for e in evidence}) == len(evidence)
+
+
+def test_same_query_gives_the_same_evidence_in_the_same_order(example_memory):
+    a = example_memory.search("Which shift does Priya work at her new job?", k=8)
+    b = example_memory.search("Which shift does Priya work at her new job?", k=8)
+    assert [(e.trace_ids, e.score) for e in a] == [(e.trace_ids, e.score) for e in b]
+
+
+def test_search_spends_zero_llm_calls(example_memory):
+    before = usage()
+    example_memory.search("When is Marcus going to Lisbon?")
+    example_memory.render_context("When is Marcus going to Lisbon?")
+    spent = usage() - before
+    assert (spent.calls, spent.tokens) == (0, 0)
+
+
+def test_render_context_is_chronological_and_within_budget(example_memory):
+    ctx = example_memory.render_context("Where did Priya live before she moved to Denver?", k=10,
+                                        budget_tokens=150)
+    assert ctx.tokens <= 150 + 20  # headers are counted after admission; a small margin
+    times = [e.time for e in sorted(ctx.evidence, key=lambda e: (e.time, e.provenance[0].seq))]
+    assert ctx.text.count("---") >= 2
+    assert all(e.trace_ids[0] in ctx.text for e in ctx.evidence)
+    assert times == sorted(times)
+
+
+def test_session_and_as_of_filters(example_memory):
+    only = example_memory.search("Priya job", k=10, session="session_1")
+    assert only and all(e.session == "session_1" for e in only)
+    early = example_memory.search("Priya job", k=10, as_of="2023-04-01")
+    assert all(e.time <= "2023-04-01" for e in early)
+
+
+def test_bad_queries_are_refused(example_memory):
+    with pytest.raises(InvalidInput):
+        example_memory.search("   ")
+    with pytest.raises(InvalidInput):
+        example_memory.search("cat", k=0)
+    with pytest.raises(InvalidInput):
+        example_memory.search(42)  # type: ignore[arg-type]
+
+
+def test_scopes_never_leak_into_search(example_memory):
+    other = example_memory.search("Priya cat", k=5, user="somebody-else")
+    assert other == []
+
+
+def test_no_answer_score_is_exposed_and_bounded(example_memory):
+    result = example_memory.search_detailed("What is the name of Priya's cat?")
+    assert 0.0 <= result.no_answer_score <= 1.0
+    assert example_memory.last_no_answer_score == result.no_answer_score
