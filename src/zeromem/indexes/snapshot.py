@@ -36,6 +36,7 @@ class ScopeSnapshot:
     traces: dict[int, Trace]
     mentions: list[tuple[int, str, int]]  # (unit index, entity, count) for turn units
     entity_surface: dict[str, str]
+    entity_label: dict[str, str]
     entity_names: list[str]
     entity_vectors: np.ndarray
     tokens: list[list[str]]
@@ -85,12 +86,14 @@ def load_snapshot(store, scope: Scope, tokenize_many, dim: int | None = None) ->
             vectors[i] = np.frombuffer(blob, dtype=np.float32)
     mentions: list[tuple[int, str, int]] = []
     surfaces: dict[str, str] = {}
-    for uid, entity, surface, count in store.read(
-            "SELECT m.unit_id, m.entity, m.surface, m.count FROM unit_mentions m"
+    labels: dict[str, str] = {}
+    for uid, entity, surface, count, label in store.read(
+            "SELECT m.unit_id, m.entity, m.surface, m.count, m.label FROM unit_mentions m"
             " JOIN units u ON u.id = m.unit_id WHERE u.user_key=? AND u.agent_key=?"
             " ORDER BY m.unit_id, m.entity", (user, agent)):
         mentions.append((index_of_uid[uid], entity, count))
         surfaces.setdefault(entity, surface)
+        labels.setdefault(entity, label)
     entity_rows = store.read(
         "SELECT entity, vec FROM entity_vectors WHERE user_key=? AND agent_key=? ORDER BY entity",
         (user, agent))
@@ -102,7 +105,7 @@ def load_snapshot(store, scope: Scope, tokenize_many, dim: int | None = None) ->
         scope=scope, version=version, level=np.asarray(levels, dtype=np.int8), text=texts,
         rowids=rowids, session=sessions, position=np.asarray(positions, dtype=np.int64),
         speaker=speakers, time=times, vectors=vectors, traces=traces, mentions=mentions,
-        entity_surface=surfaces, entity_names=entity_names, entity_vectors=entity_vectors,
+        entity_surface=surfaces, entity_label=labels, entity_names=entity_names, entity_vectors=entity_vectors,
         tokens=tokenize_many(texts))
     for code, name in enumerate(LEVELS):
         idx = np.flatnonzero(snap.level == code)

@@ -3,7 +3,8 @@
 - Hierarchy neighbours ``N_h``: the turn right after a primary candidate (the reply that usually
   carries the answer to a question-like turn) and, more weakly, the turn before it.
 - Graph bridges ``N_g``: turns that mention entities of two or more different primary
-  candidates — the connective tissue of multi-hop questions.
+  candidates — the connective tissue of multi-hop questions — and the episode named after an
+  entity a top candidate mentions (the second hop of a bridge question).
 A closure unit inherits a decayed share of the score of the candidate(s) that brought it in, and
 competes with the remaining ranked turns for the budget, so closure never crowds out a better
 direct match.
@@ -19,12 +20,15 @@ NEXT_DECAY = 0.55
 NEXT_AFTER_QUESTION_DECAY = 0.8
 PREV_DECAY = 0.35
 BRIDGE_DECAY = 0.6
+TITLE_LINK_DECAY = 0.85
+TITLE_LINK_SOURCES = 3
 
 
 def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.ndarray,
                        question_like: np.ndarray, unit_entities: list[list[int]],
-                       entity_df: np.ndarray, entity_turns: list[list[int]], neighbours: int = 1, bridges: int = 2
-                       ) -> dict[int, tuple[float, str]]:
+                       entity_df: np.ndarray, entity_turns: list[list[int]], neighbours: int = 1, bridges: int = 2,
+                       titled_turns: dict[int, list[int]] | None = None,
+                       relevance: np.ndarray | None = None) -> dict[int, tuple[float, str]]:
     """Closure units with their derived scores and the reason they were added."""
     n = len(scores)
     chosen = set(primary)
@@ -61,5 +65,18 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
         for _, _, other, sources in ranked[:bridges]:
             offer(other, BRIDGE_DECAY * float(np.mean([scores[s] for s in sources])),
                   f"bridge between {sorted(sources)}")
+    if titled_turns and bridges > 0:
+        # A candidate that names an entity with an episode of its own (a page titled after it)
+        # points at that episode: the second hop of a bridge question. The hop keeps part of the
+        # source's score, scaled by how well the target itself matches the query.
+        own = relevance if relevance is not None else np.ones(n)
+        for node in primary[:TITLE_LINK_SOURCES]:
+            base = float(scores[node])
+            for entity in unit_entities[node]:
+                for other in titled_turns.get(entity, ()):
+                    if other == node or session[other] == session[node]:
+                        continue
+                    offer(other, TITLE_LINK_DECAY * base * (0.5 + 0.5 * float(own[other])),
+                          f"named in {node}")
     return found
 

@@ -18,7 +18,7 @@ from threadpoolctl import ThreadpoolController
 
 from ..config import RetrievalConfig
 from ..types import Evidence, Provenance
-from ..views.graph import align_entities, graph_scores, query_ngrams
+from ..views.graph import align_entities, graph_scores, normalize_title, query_ngrams
 from ..views.hierarchy import hierarchy_scores, lift_to_turns
 from .calibrate import no_answer_score, subject_compat, time_compat
 from .closure import closure_candidates
@@ -31,6 +31,7 @@ from .select import select_diverse
 LEXICAL_SHARE = 0.5  # within a level: BM25 vs dense
 REFINE_SHARE = 0.25  # within the graph view: lexical refinement vs PPR
 SEED_TURNS = 5
+TITLE_WEIGHT = 1.0  # an episode the query names outright (a page title, a thread's name)
 _HARD_TERM = re.compile(r"\"([^\"]+)\"|'([^']{3,})'|\b(\d[\d,.:/-]*)\b|\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 
 
@@ -87,7 +88,8 @@ class Engine:
                 raw_dense_turn = cos
             level_scores[level] = LEXICAL_SHARE * lex + (1 - LEXICAL_SHARE) * normalize(cos)
         lifted = lift_to_turns(prep.hier, level_scores)
-        hier = hierarchy_scores(lifted)
+        lifted["title"] = _title_match(query, prep)
+        hier = hierarchy_scores(lifted) + TITLE_WEIGHT * lifted["title"]
 
         # View 1: PPR from aligned entities and the best lexical/dense turns, then refinement.
         grams = query_ngrams([w for w in profile.words])
@@ -124,7 +126,8 @@ class Engine:
                 primary, np.maximum(score, 0), session=prep.hier.turn_session,
                 question_like=prep.question_like, unit_entities=prep.graph.unit_entities,
                 entity_df=prep.graph.entity_df, entity_turns=prep.graph.entity_turns,
-                neighbours=cfg.closure_neighbours, bridges=cfg.closure_graph_bridges)
+                neighbours=cfg.closure_neighbours, bridges=cfg.closure_graph_bridges,
+                titled_turns=prep.titled_turns, relevance=normalize(np.maximum(score, 0)))
             for node, (value, reason) in extra.items():
                 if mask[node]:
                     chosen[node] = (value, reason)
@@ -181,6 +184,18 @@ def _eligible(prep: PreparedScope, session: str | None, as_of: dt.datetime | Non
         elif allowed_rowids is not None and int(rowid) not in allowed_rowids:
             mask[node] = False
     return mask
+
+
+def _title_match(query: str, prep: PreparedScope) -> np.ndarray:
+    """1 for turns of an episode whose name the query contains as words, else 0."""
+    out = np.zeros(prep.n_turns)
+    if not prep.session_titles:
+        return out
+    padded = f" {normalize_title(query)} "
+    named = [sid for sid, title in prep.session_titles.items() if f" {title} " in padded]
+    if named:
+        out[np.isin(prep.hier.turn_session, named)] = 1.0
+    return out
 
 
 def _lexical_refinement(query: str, lowered_texts: list[str]) -> np.ndarray:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..encoders.timexpr import TimeSpan, parse_anchor, resolve_relative
 from ..indexes.snapshot import ScopeSnapshot
-from ..views.graph import EntityGraph, build_graph
+from ..views.graph import EntityGraph, build_graph, normalize_title
 from ..views.hierarchy import Hierarchy, build_hierarchy
 from .calibrate import state_assertions, supersession
 
@@ -28,6 +29,8 @@ class PreparedScope:
     turn_dates: list[list[tuple[dt.date, dt.date]]]  # session date and dates it mentions
     annotations: dict[int, list[TimeSpan]]  # resolved relative expressions per turn node
     superseded_by: dict[int, int]
+    session_titles: dict[int, str]  # hierarchy session id → normalized name, for names that are words
+    titled_turns: dict[int, list[int]]  # graph entity id → turn nodes of the episode named after it
     subject_cache: dict[str | None, np.ndarray] = field(default_factory=dict)
 
     @property
@@ -61,6 +64,22 @@ def prepare(snap: ScopeSnapshot, alias: dict[str, str]) -> PreparedScope:
             assertions[node] = found
         order[node] = (trace.event_time or trace.session_time or trace.recorded_at, trace.seq, node)
     speakers = sorted({s for s in speakers_per_turn if s})
+    titles = {i: normalize_title(name) for i, name in enumerate(hier.sessions)}
+    # Machine ids ("session_12", "s1", UUIDs) name nothing a query could say.
+    titles = {i: t for i, t in titles.items() if re.search(r"[a-z]{3}", t) and not re.search(r"\d", t)}
     return PreparedScope(snap, graph, hier, speakers, rowids, texts, [t.lower() for t in texts],
                          speakers_per_turn,
-                         question_like, turn_dates, annotations, supersession(assertions, order))
+                         question_like, turn_dates, annotations, supersession(assertions, order),
+                         titles, _titled_turns(graph, hier, titles))
+
+
+def _titled_turns(graph: EntityGraph, hier: Hierarchy, titles: dict[int, str]) -> dict[int, list[int]]:
+    by_session: dict[int, list[int]] = {}
+    for node, sid in enumerate(hier.turn_session):
+        by_session.setdefault(int(sid), []).append(node)
+    out: dict[int, list[int]] = {}
+    for sid, title in titles.items():
+        key = graph.alias.get(title, title)
+        if key in graph.entity_index:
+            out.setdefault(graph.entity_index[key], []).extend(by_session.get(sid, []))
+    return out

@@ -15,6 +15,9 @@ from .prepared import PreparedScope, prepare
 from .render import RenderedContext, render
 
 
+ALIAS_LABELS = frozenset({"PERSON", "NAME"})
+
+
 class Retriever:
     def __init__(self, store: Any, indexer: Any, encoders: Any, config: RetrievalConfig) -> None:
         self.store = store
@@ -43,9 +46,11 @@ class Retriever:
             from ..encoders.aliases import link_aliases
             from ..encoders.tokenize import tokenize_many
             snap = load_snapshot(self.store, scope, tokenize_many)
+            # Only names take aliases ("mel" → "melanie"); a noun phrase is no nickname.
             counts: dict[str, int] = {}
             for _, entity, count in snap.mentions:
-                counts[entity] = counts.get(entity, 0) + count
+                if snap.entity_label.get(entity) in ALIAS_LABELS:
+                    counts[entity] = counts.get(entity, 0) + count
             prep = prepare(snap, link_aliases(sorted(counts), counts))
             self._prepared[scope.key] = prep
             return prep

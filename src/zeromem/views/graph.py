@@ -10,6 +10,7 @@ reads the stationary mass on the turns.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -45,6 +46,16 @@ def with_heads(entity: str) -> list[str]:
             continue
         keys.append(suffix)
     return keys
+
+
+_PARENTHETICAL = re.compile(r"\s*\([^)]*\)")
+_NON_WORD = re.compile(r"[^\w\s]+")
+
+
+def normalize_title(name: str) -> str:
+    """An episode or page name as an entity key: "Ed Wood (film)" → "ed wood"."""
+    text = _PARENTHETICAL.sub("", name or "")
+    return " ".join(_NON_WORD.sub(" ", text).lower().split())
 
 
 def edge_weights(counts: dict[str, int]) -> dict[str, float]:
@@ -85,6 +96,15 @@ def build_graph(snap: ScopeSnapshot, alias: dict[str, str] | None = None) -> Ent
             for key in with_heads(alias.get(entity, entity)):
                 key = alias.get(key, key)
                 bucket[key] = bucket.get(key, 0) + count
+    # An episode named after an entity (a wiki page, a project, a person's thread) is about it:
+    # its turns link to that entity even where they only say "he" or "it".
+    mentioned = {e for bucket in per_unit.values() for e in bucket}
+    for node, unit in enumerate(turns):
+        title = normalize_title(snap.session[int(unit)])
+        title = alias.get(title, title)
+        if title in mentioned:
+            bucket = per_unit[node]
+            bucket[title] = bucket.get(title, 0) + 1
     entities = sorted({e for bucket in per_unit.values() for e in bucket})
     entity_index = {e: i for i, e in enumerate(entities)}
     n_t, n_e = len(turns), len(entities)
