@@ -26,3 +26,12 @@ def test_fuse_is_weighted_sum():
 def test_top_indices_breaks_ties_by_index():
     assert list(top_indices(np.array([0.5, 0.9, 0.5, 0.9]), 3)) == [1, 3, 0]
     assert top_indices(np.array([1.0]), 0).size == 0
+
+
+def test_partial_top_indices_equals_the_full_sort_prefix_even_with_ties():
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        scores = rng.integers(0, 5, size=200).astype(float)  # many ties
+        full = np.lexsort((np.arange(scores.size), -scores))
+        for k in (1, 3, 10, 49):
+            assert list(top_indices(scores, k)) == list(full[:k])

@@ -166,6 +166,22 @@ def hotpotqa_command(
          plot_out=plot_out, progress=progress, extra={"data": [str(data)]})
 
 
+@bench_app.command("scale")
+def scale_command(
+    data: Annotated[Path, typer.Option("--data", metavar="FILE", help="one LoCoMo conversation")],
+    sizes: Annotated[str, typer.Option("--sizes", help="scope sizes in traces")] = "1000,10000,100000",
+    queries: Annotated[int, typer.Option("--queries", min=1, help="questions timed per size")] = 200,
+    json_out: JsonOut = None,
+) -> None:
+    """Search latency as one scope grows to 100k traces (synthesized from real turns)."""
+    from .scale import run
+
+    try:
+        run(data, [int(x) for x in sizes.split(",") if x.strip()], queries, json_out)
+    except (ZeromemError, FileNotFoundError, ValueError) as exc:
+        _fail(str(exc))
+
+
 @bench_app.command("encoders")
 def encoders_command(
     data: Annotated[List[Path], typer.Option("--data", metavar="PATH",

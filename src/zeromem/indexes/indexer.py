@@ -75,6 +75,7 @@ class Indexer:
         if not sessions:
             return report
         plans = [self._plan(scope, session) for session in sessions]
+        self._reuse_across_sessions(scope, plans)
         encoders = self._encoders()
         self._encode(plans, encoders, report, progress)
         for plan in plans:
@@ -109,6 +110,41 @@ class Indexer:
         fingerprint = [(t.id, t.version) for t in traces]
         return {"session": session, "drafts": drafts, "vecs": cached_vecs,
                 "mentions": cached_mentions, "fingerprint": fingerprint, "traces": traces}
+
+    def _reuse_across_sessions(self, scope: Scope, plans: list[dict[str, Any]]) -> None:
+        """Text already encoded anywhere in the scope (a repeated "thanks!", a re-imported
+        conversation) reuses its stored vector and mentions instead of being encoded again."""
+        wanted = sorted({d.text_hash for p in plans for d in p["drafts"]
+                         if d.text_hash not in p["vecs"] or d.text_hash not in p["mentions"]})
+        found_vecs: dict[str, bytes] = {}
+        found_mentions: dict[str, list[tuple]] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.store.read(
+                f"SELECT u.id, u.text_hash, u.level, v.vec FROM units u"
+                f" LEFT JOIN unit_vectors v ON v.unit_id = u.id WHERE u.user_key=? AND u.agent_key=?"
+                f" AND u.text_hash IN ({marks}) ORDER BY u.id", (*scope.key, *chunk))
+            turn_ids = {}
+            for uid, text_hash, level, vec in rows:
+                if vec is not None and level in _EMBEDDED_LEVELS:
+                    found_vecs.setdefault(text_hash, vec)
+                if level == "turn":
+                    turn_ids.setdefault(text_hash, uid)
+            if turn_ids:
+                by_uid = {uid: h for h, uid in turn_ids.items()}
+                marks = ",".join("?" * len(by_uid))
+                for uid, entity, label, surface, count in self.store.read(
+                        f"SELECT unit_id, entity, label, surface, count FROM unit_mentions"
+                        f" WHERE unit_id IN ({marks}) ORDER BY unit_id, entity", list(by_uid)):
+                    found_mentions.setdefault(by_uid[uid], []).append((entity, label, surface, count))
+                for text_hash in turn_ids:
+                    found_mentions.setdefault(text_hash, [])
+        for plan in plans:
+            for key, vec in found_vecs.items():
+                plan["vecs"].setdefault(key, vec)
+            for key, mentions in found_mentions.items():
+                plan["mentions"].setdefault(key, mentions)
 
     def _encode(self, plans: list[dict[str, Any]], encoders: Any, report: RefreshReport,
                 progress: bool) -> None:

@@ -60,11 +60,10 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
             for other in entity_turns[entity]:
                 if other not in chosen:
                     links[other] |= sources
-        ranked = sorted(((len(src), -min(src), other, src) for other, src in links.items() if len(src) >= 2),
-                        key=lambda item: (-item[0], -float(np.mean([scores[s] for s in item[3]])), item[2]))
-        for _, _, other, sources in ranked[:bridges]:
-            offer(other, BRIDGE_DECAY * float(np.mean([scores[s] for s in sources])),
-                  f"bridge between {sorted(sources)}")
+        ranked = sorted((-len(src), -sum(float(scores[s]) for s in src) / len(src), other, src)
+                        for other, src in links.items() if len(src) >= 2)
+        for _, neg_mean, other, sources in ranked[:bridges]:
+            offer(other, BRIDGE_DECAY * -neg_mean, f"bridge between {sorted(sources)}")
     if titled_turns and bridges > 0:
         # A candidate that names an entity with an episode of its own (a page titled after it)
         # points at that episode: the second hop of a bridge question. The hop keeps part of the

@@ -31,6 +31,7 @@ from .select import select_diverse
 LEXICAL_SHARE = 0.5  # within a level: BM25 vs dense
 REFINE_SHARE = 0.25  # within the graph view: lexical refinement vs PPR
 SEED_TURNS = 5
+REFINE_SHORTLIST = 400
 TITLE_WEIGHT = 1.0  # an episode the query names outright (a page title, a thread's name)
 _HARD_TERM = re.compile(r"\"([^\"]+)\"|'([^']{3,})'|\b(\d[\d,.:/-]*)\b|\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 
@@ -97,7 +98,9 @@ class Engine:
         seeds = {int(i): float(level_scores["turn"][i]) for i in top_indices(level_scores["turn"], SEED_TURNS)
                  if level_scores["turn"][i] > 0}
         ppr = normalize(graph_scores(prep.graph, aligned, seeds, damping=cfg.ppr_damping))
-        refine = _lexical_refinement(query, prep.turn_lower)
+        # Verbatim term checks are string work: spend them only on turns that can still win.
+        shortlist = top_indices(np.maximum(hier, ppr), REFINE_SHORTLIST)
+        refine = _lexical_refinement(query, prep.turn_lower, shortlist)
         graph = (1 - REFINE_SHARE) * ppr + REFINE_SHARE * refine
 
         w_graph, w_hier = plan.weights()
@@ -198,7 +201,7 @@ def _title_match(query: str, prep: PreparedScope) -> np.ndarray:
     return out
 
 
-def _lexical_refinement(query: str, lowered_texts: list[str]) -> np.ndarray:
+def _lexical_refinement(query: str, lowered_texts: list[str], nodes: np.ndarray) -> np.ndarray:
     """Share of the query's hard terms (quoted phrases, numbers, names) found verbatim in a turn."""
     terms = []
     for m in _HARD_TERM.finditer(query):
@@ -208,7 +211,8 @@ def _lexical_refinement(query: str, lowered_texts: list[str]) -> np.ndarray:
     out = np.zeros(len(lowered_texts))
     if not terms:
         return out
-    for i, low in enumerate(lowered_texts):
+    for i in nodes:
+        low = lowered_texts[i]
         out[i] = sum(1 for t in terms if t in low) / len(terms)
     return out
 

@@ -43,5 +43,12 @@ def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k best scores, best first, ties broken by lower index (deterministic)."""
     if k <= 0 or scores.size == 0:
         return np.zeros(0, dtype=np.int64)
-    order = np.lexsort((np.arange(scores.size), -scores))
-    return order[:k]
+    if k * 4 >= scores.size:
+        return np.lexsort((np.arange(scores.size), -scores))[:k]
+    # Partial selection (O(n)); ties at the cut are settled by index, so the result equals
+    # the full sort's prefix.
+    cut = np.partition(scores, scores.size - k)[scores.size - k]
+    above = np.flatnonzero(scores > cut)
+    equal = np.flatnonzero(scores == cut)[: k - above.size]
+    chosen = np.concatenate([above, equal])
+    return chosen[np.lexsort((chosen, -scores[chosen]))]

@@ -78,6 +78,7 @@ MIGRATIONS: list[str] = [
         time TEXT
     );
     CREATE INDEX units_scope ON units(user_key, agent_key, session, level, position);
+    CREATE INDEX units_text ON units(user_key, agent_key, text_hash);
     CREATE TABLE unit_vectors (
         unit_id INTEGER PRIMARY KEY REFERENCES units(id) ON DELETE CASCADE,
         model TEXT NOT NULL,
