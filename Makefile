@@ -23,11 +23,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 demo: $(STAMP)
-	@db="$$(mktemp -d)/demo.db"; \
-	echo "== zeromem ingest $(EXAMPLE) --db $$db"; \
-	$(BIN)/zeromem ingest $(EXAMPLE) --db "$$db" && \
-	echo "== zeromem list --db $$db --session session_3 --limit 4" && \
-	$(BIN)/zeromem list --db "$$db" --session session_3 --limit 4
+	$(BIN)/zeromem demo $(EXAMPLE)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -147,7 +147,7 @@ class Engine:
             "dense_cosine": float(raw_dense_turn[node]), "compatibility": float(compat[node]),
             "route": plan.primary}) for node, (value, reason) in ranked]
         top_nodes = [node for node, _ in ranked[:3]]
-        texts = [prep.turn_text[j] for i in top_nodes for j in (i - 1, i, i + 1) if 0 <= j < n]
+        texts = [prep.turn_lower[j] for i in top_nodes for j in (i - 1, i, i + 1) if 0 <= j < n]
         no_answer = no_answer_score(profile.keywords, texts,
                                     float(raw_dense_turn[top_nodes[0]]) if top_nodes else 0.0)
         return SearchResult(evidence, profile, plan, no_answer, _timings(t0, t_enc))

@@ -23,7 +23,7 @@ class PreparedScope:
     speakers: list[str]
     turn_rowid: np.ndarray  # trace rowid per turn node
     turn_text: list[str]  # verbatim trace text per turn node
-    turn_lower: list[str]  # the same, lower-cased once for substring tests
+    turn_lower: list[str]  # text plus attachment captions, lower-cased once for substring tests
     turn_speaker: list[str | None]
     question_like: np.ndarray
     turn_dates: list[list[tuple[dt.date, dt.date]]]  # session date and dates it mentions
@@ -67,7 +67,8 @@ def prepare(snap: ScopeSnapshot, alias: dict[str, str]) -> PreparedScope:
     titles = {i: normalize_title(name) for i, name in enumerate(hier.sessions)}
     # Machine ids ("session_12", "s1", UUIDs) name nothing a query could say.
     titles = {i: t for i, t in titles.items() if re.search(r"[a-z]{3}", t) and not re.search(r"\d", t)}
-    return PreparedScope(snap, graph, hier, speakers, rowids, texts, [t.lower() for t in texts],
+    searchable = [" ".join([t.text, *t.attachments]).lower() for t in traces]  # captions count
+    return PreparedScope(snap, graph, hier, speakers, rowids, texts, searchable,
                          speakers_per_turn,
                          question_like, turn_dates, annotations, supersession(assertions, order),
                          titles, _titled_turns(graph, hier, titles))
