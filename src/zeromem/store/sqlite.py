@@ -232,12 +232,7 @@ class TraceStore:
         rowid = parse_trace_id(tid)
         user, agent = _scope_key(scope)
         with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT text, metadata, session FROM traces WHERE rowid_=? AND user_key=? AND agent_key=?",
-                (rowid, user, agent)).fetchone()
-            if row is None:
-                raise NotFound(_not_found(tid, scope))
-            old_text, old_meta, session = row
+            old_text, old_meta, session = _owned_row(conn, rowid, tid, scope)
             text_out = new_text if new_text is not None else old_text
             meta_out = (json.dumps(new_meta, ensure_ascii=False, sort_keys=True)
                         if new_meta is not None else old_meta)
@@ -257,11 +252,7 @@ class TraceStore:
         rowid = parse_trace_id(tid)
         user, agent = _scope_key(scope)
         with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT text, metadata, session FROM traces WHERE rowid_=? AND user_key=? AND agent_key=?",
-                (rowid, user, agent)).fetchone()
-            if row is None:
-                raise NotFound(_not_found(tid, scope))
+            row = _owned_row(conn, rowid, tid, scope)
             conn.execute("DELETE FROM traces WHERE rowid_=?", (rowid,))
             conn.execute(
                 "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at, old_text,"
@@ -410,6 +401,16 @@ def _scope_key(scope: Scope) -> tuple[str, str]:
         if part is not None and not isinstance(part, str):
             raise InvalidInput(f"{name} must be a string or None, got {type(part).__name__}")
     return scope.key
+
+
+def _owned_row(conn: sqlite3.Connection, rowid: int, tid: str, scope: Scope) -> tuple:
+    """(text, metadata, session) of a trace in ``scope``, or NotFound: writes never cross scopes."""
+    row = conn.execute(
+        "SELECT text, metadata, session FROM traces WHERE rowid_=? AND user_key=? AND agent_key=?",
+        (rowid, *scope.key)).fetchone()
+    if row is None:
+        raise NotFound(_not_found(tid, scope))
+    return row
 
 
 def _mark_dirty(conn: sqlite3.Connection, user: str, agent: str, session: str) -> None:
