@@ -31,7 +31,7 @@ from .select import select_diverse
 LEXICAL_SHARE = 0.5  # within a level: BM25 vs dense
 REFINE_SHARE = 0.25  # within the graph view: lexical refinement vs PPR
 SEED_TURNS = 5
-REFINE_SHORTLIST = 400
+REFINE_SHORTLIST = 200
 TITLE_WEIGHT = 1.0  # an episode the query names outright (a page title, a thread's name)
 _HARD_TERM = re.compile(r"\"([^\"]+)\"|'([^']{3,})'|\b(\d[\d,.:/-]*)\b|\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 

@@ -18,6 +18,8 @@ def select_diverse(candidates: dict[int, tuple[float, str]], session: np.ndarray
                    diversity: float = 1.0) -> list[tuple[int, tuple[float, str]]]:
     if not 0.0 < diversity <= 1.0:
         raise ValueError(f"diversity must be in (0, 1], got {diversity}")
+    if diversity == 1.0:  # plain ranking: one sort
+        return sorted(candidates.items(), key=lambda item: (-item[1][0], item[0]))[:budget]
     pool = dict(candidates)
     taken: Counter = Counter()
     out: list[tuple[int, tuple[float, str]]] = []

@@ -26,7 +26,8 @@ DENSE_ALIGN_TOP = 5
 MAX_NGRAM = 4
 PROPAGATED_ONLY = False
 SEED_MASS_RATIO = 1.0
-PPR_TOL = 1e-6  # scores are normalized by their maximum afterwards; finer changes no ranking
+PPR_TOL = 1e-5  # scores are normalized by their maximum afterwards; finer changes no ranking
+PPR_MAX_ITER = 30  # γ = 0.6: the error after 30 steps is below 0.6³⁰ ≈ 2e-7
 
 
 _GENERIC_HEADS = frozenset("""day days week weeks month months year years time times thing things
@@ -176,7 +177,7 @@ def graph_scores(graph: EntityGraph, aligned: dict[int, float], seed_turns: dict
         restart += seeds
     if restart.sum() <= 0:
         return np.zeros(n_t)
-    pi = personalized_pagerank(graph.transition, restart, damping=damping, tol=PPR_TOL,
+    pi = personalized_pagerank(graph.transition, restart, damping=damping, tol=PPR_TOL, max_iter=PPR_MAX_ITER,
                                transposed=graph.transposed)
     if PROPAGATED_ONLY:
         return np.maximum(pi[:n_t] - (1.0 - damping) * restart[:n_t] / restart.sum(), 0.0)
