@@ -24,9 +24,15 @@ def test_readme_python_example_runs(tmp_path, monkeypatch, example_path, capsys)
     (tmp_path / "examples").mkdir()
     (tmp_path / "examples" / example_path.name).symlink_to(example_path)
     monkeypatch.chdir(tmp_path)
-    [code] = _blocks("python")
-    exec(compile(code, str(README), "exec"), {"__name__": "readme"})
+    storage, retrieval = _blocks("python")
+    namespace = {"__name__": "readme"}
+    exec(compile(storage, str(README), "exec"), namespace)
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "2023-03-14T19:12:00"
     assert out[1] == "['add', 'update']"
     assert out[-1] == "2 40"
+    # The retrieval example continues in the same session (same names in scope).
+    exec(compile(retrieval, str(README), "exec"), namespace)
+    out = capsys.readouterr().out
+    assert "Logan Square" in out or "Denver" in out  # evidence printed verbatim
+    assert "---" in out  # the rendered, dated context block
