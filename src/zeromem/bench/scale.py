@@ -79,11 +79,14 @@ def run(data: Path, sizes: Sequence[int] = (1000, 10000, 100000), queries: int =
               "machine": {"python": platform.python_version(), "cpu": platform.processor() or platform.machine()},
               "sizes": rows}
     table = Table(title=f"Memory-operation latency vs scope size ({len(questions)} queries, k=10)")
-    for column in ("traces", "units", "index_s", "first_search_load_s", "latency_ms_p50",
-                   "latency_ms_p95", "latency_ms_p50_no_encode", "latency_ms_p95_no_encode"):
-        table.add_column(column, justify="right")
+    columns = {"traces": "traces", "units": "units", "index_s": "index s",
+               "first_search_load_s": "load s", "latency_ms_p50": "p50 ms",
+               "latency_ms_p95": "p95 ms", "latency_ms_p50_no_encode": "p50 no-enc",
+               "latency_ms_p95_no_encode": "p95 no-enc"}
+    for header in columns.values():
+        table.add_column(header, justify="right", no_wrap=True)
     for row in rows:
-        table.add_row(*(str(row[col.header]) for col in table.columns))
+        table.add_row(*(str(row[key]) for key in columns))
     Console().print(table)
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
