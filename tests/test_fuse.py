@@ -35,3 +35,12 @@ def test_partial_top_indices_equals_the_full_sort_prefix_even_with_ties():
         full = np.lexsort((np.arange(scores.size), -scores))
         for k in (1, 3, 10, 49):
             assert list(top_indices(scores, k)) == list(full[:k])
+
+
+def test_fast_median_equals_numpy_median():
+    from zeromem.retrieval.fuse import _median
+
+    rng = np.random.default_rng(3)
+    for size in (1, 2, 7, 8, 101):
+        values = rng.normal(size=size)
+        assert _median(values) == np.median(values)

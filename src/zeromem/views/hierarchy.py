@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..indexes.snapshot import ScopeSnapshot
 
@@ -25,7 +24,8 @@ class Hierarchy:
     sessions: list[str]
     episode_of_session: np.ndarray  # index into the episode level, -1 if none
     span_turn: np.ndarray  # turn node of each span (span-level order)
-    window_members: sp.csr_matrix  # (n_turns, n_windows) membership
+    member_turn: np.ndarray  # window membership as parallel arrays: turn node ...
+    member_window: np.ndarray  # ... and the window (window-level order) that contains it
 
     @property
     def n_turns(self) -> int:
@@ -51,9 +51,8 @@ def build_hierarchy(snap: ScopeSnapshot) -> Hierarchy:
             if rowid in node_of_rowid:
                 rows.append(node_of_rowid[rowid])
                 cols.append(j)
-    members = sp.csr_matrix((np.ones(len(rows)), (rows, cols)),
-                            shape=(len(turns), len(snap.units_of("window"))))
-    return Hierarchy(turns, turn_session, sessions, episode_of_session, span_turn, members)
+    return Hierarchy(turns, turn_session, sessions, episode_of_session, span_turn,
+                     np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))
 
 
 def lift_to_turns(hier: Hierarchy, level_scores: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -67,10 +66,10 @@ def lift_to_turns(hier: Hierarchy, level_scores: dict[str, np.ndarray]) -> dict[
         np.maximum.at(lifted, hier.span_turn[valid], span[valid])
     out["span"] = lifted
     window = level_scores.get("window")
-    if window is not None and len(window) and hier.window_members.nnz:
-        out["window"] = np.asarray(hier.window_members.multiply(window[None, :]).max(axis=1).todense()).ravel()
-    else:
-        out["window"] = np.zeros(n)
+    lifted_window = np.zeros(n)
+    if window is not None and len(window) and hier.member_turn.size:
+        np.maximum.at(lifted_window, hier.member_turn, window[hier.member_window])
+    out["window"] = lifted_window
     episode = level_scores.get("episode")
     if episode is not None and len(episode):
         per_session = np.where(hier.episode_of_session >= 0,

@@ -46,11 +46,12 @@ def personalized_pagerank(transition: sp.spmatrix, restart: np.ndarray, *,
         return np.zeros(transition.shape[0])
     r = restart / total
     pt = transposed if transposed is not None else sp.csr_matrix(transition).T.tocsr()
-    dangling = np.asarray(transition.sum(axis=1)).ravel() == 0
+    dangling = np.flatnonzero(np.asarray(transition.sum(axis=1)).ravel() == 0)
     pi = r.copy()
     for _ in range(max_iter):
         spread = pt @ pi
-        spread += pi[dangling].sum() * r
+        if dangling.size:
+            spread += pi[dangling].sum() * r
         nxt = (1.0 - damping) * r + damping * spread
         if np.abs(nxt - pi).sum() < tol:
             return nxt
