@@ -38,7 +38,7 @@ _DATE_CASED = [  # month names count only capitalized ("march" and "may" are ver
     rf"\b{_DAY}\s+(?:of\s+)?(?:{_MONTHS}|May)\.?(?:,?\s+{_YEAR})?\b",  # 7 May 2023, 7th of May
     rf"\b(?:{_MONTHS}|May)\.?\s+{_DAY}(?:,?\s+{_YEAR})?\b",  # May 7, 2023 / May 7th
     rf"\b(?:{_MONTHS}|May)\.?,?\s+{_YEAR}\b",  # May 2023
-    rf"\b(?:in|on|of|since|until|till|by|during|last|next|this|early|late|mid)\s+(?P<d>May)\b",
+    r"\b(?:in|on|of|since|until|till|by|during|last|next|this|early|late|mid)\s+(?P<d>May)\b",
     r"\b(?:January|February|March|April|June|July|August|September|October|November|"
     r"December)\b",
     rf"\b{_YEAR}s?\b",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..types import Scope, Trace
 from .units import LEVELS

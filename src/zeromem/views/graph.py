@@ -24,7 +24,6 @@ ADJACENCY_WEIGHT = 0.3
 DENSE_ALIGN_MIN_COS = 0.55
 DENSE_ALIGN_TOP = 5
 MAX_NGRAM = 4
-PROPAGATED_ONLY = False
 SEED_MASS_RATIO = 1.0
 PPR_TOL = 1e-5  # scores are normalized by their maximum afterwards; finer changes no ranking
 PPR_MAX_ITER = 30  # γ = 0.6: the error after 30 steps is below 0.6³⁰ ≈ 2e-7
@@ -179,8 +178,6 @@ def graph_scores(graph: EntityGraph, aligned: dict[int, float], seed_turns: dict
         return np.zeros(n_t)
     pi = personalized_pagerank(graph.transition, restart, damping=damping, tol=PPR_TOL, max_iter=PPR_MAX_ITER,
                                transposed=graph.transposed)
-    if PROPAGATED_ONLY:
-        return np.maximum(pi[:n_t] - (1.0 - damping) * restart[:n_t] / restart.sum(), 0.0)
     return pi[:n_t]
 
 
