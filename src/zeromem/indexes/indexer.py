@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+from tqdm import tqdm
 
 from ..types import Scope
 from .units import UnitDraft, segment_session
@@ -191,7 +192,12 @@ class Indexer:
                 for plan in plans:
                     plan["mentions"].update(fresh_m)
             if embedding:
-                parts = [future.result() for future in embedding]
+                parts = []
+                with tqdm(total=len(embed_keys), desc="embedding units", unit="text",
+                          disable=not progress, leave=False) as bar:
+                    for future in embedding:
+                        parts.append(future.result())
+                        bar.update(len(parts[-1][0]))
                 vectors = np.concatenate([part for part, _ in parts])
                 report.encoder_seconds["dense"] = sum(seconds for _, seconds in parts)
                 report.encoded_texts = len(embed_keys)

@@ -85,7 +85,7 @@ def demo(
     with tempfile.TemporaryDirectory() as tmp, Memory(Path(tmp) / "demo.db", user=conversation.name) as mem:
         ids = mem.add_many(conversation.drafts)
         typer.echo(f"stored {len(ids)} traces of '{conversation.name}' verbatim")
-        report = mem.index()
+        report = mem.index(progress=True)
         typer.echo(f"indexed {report.units} units (turn/span/window/episode) in {report.seconds:.2f}s")
         before = usage()
         for qa in conversation.qa:
