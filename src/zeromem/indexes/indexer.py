@@ -79,7 +79,7 @@ class Indexer:
         if not sessions:
             return report
         plans = [self._plan(scope, session) for session in sessions]
-        self._reuse_across_sessions(scope, plans)
+        self._reuse_stored_encodings(scope, plans)
         encoders = self._encoders()
         self._encode(plans, encoders, report, progress)
         for plan in plans:
@@ -95,31 +95,16 @@ class Indexer:
     def _plan(self, scope: Scope, session: str) -> dict[str, Any]:
         traces = sorted(self.store.list(scope, session=session), key=lambda t: (t.seq, int(t.id[1:])))
         drafts = segment_session(traces, window_turns=self.window_turns, stride=self.stride)
-        cached_vecs: dict[str, bytes] = {}
-        cached_mentions: dict[str, list[tuple]] = {}
-        rows = self.store.read(
-            "SELECT u.id, u.text_hash, v.vec FROM units u LEFT JOIN unit_vectors v ON v.unit_id = u.id"
-            " WHERE u.user_key=? AND u.agent_key=? AND u.session=?", (*scope.key, session))
-        unit_hash = {}
-        for uid, text_hash, vec in rows:
-            unit_hash[uid] = text_hash
-            if vec is not None:
-                cached_vecs[text_hash] = vec
-        if unit_hash:
-            marks = ",".join("?" * len(unit_hash))
-            for uid, entity, label, surface, count in self.store.read(
-                    f"SELECT unit_id, entity, label, surface, count FROM unit_mentions"
-                    f" WHERE unit_id IN ({marks})", list(unit_hash)):
-                cached_mentions.setdefault(unit_hash[uid], []).append((entity, label, surface, count))
         fingerprint = [(t.id, t.version) for t in traces]
-        return {"session": session, "drafts": drafts, "vecs": cached_vecs,
-                "mentions": cached_mentions, "fingerprint": fingerprint, "traces": traces}
+        # Stored encodings are looked up scope-wide by text hash in _reuse_stored_encodings.
+        return {"session": session, "drafts": drafts, "vecs": {}, "mentions": {},
+                "fingerprint": fingerprint, "traces": traces}
 
-    def _reuse_across_sessions(self, scope: Scope, plans: list[dict[str, Any]]) -> None:
-        """Text already encoded anywhere in the scope (a repeated "thanks!", a re-imported
-        conversation) reuses its stored vector and mentions instead of being encoded again."""
-        wanted = sorted({d.text_hash for p in plans for d in p["drafts"]
-                         if d.text_hash not in p["vecs"] or d.text_hash not in p["mentions"]})
+    def _reuse_stored_encodings(self, scope: Scope, plans: list[dict[str, Any]]) -> None:
+        """Text already encoded anywhere in the scope — the unchanged turns of a re-derived
+        session, a repeated "thanks!", a re-imported conversation — reuses its stored vector
+        and mentions instead of being encoded again."""
+        wanted = sorted({d.text_hash for p in plans for d in p["drafts"]})
         found_vecs: dict[str, bytes] = {}
         found_mentions: dict[str, list[tuple]] = {}
         for start in range(0, len(wanted), 500):

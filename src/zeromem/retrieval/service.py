@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from typing import Any
 
@@ -65,7 +66,6 @@ class Retriever:
         if filters:
             allowed = {int(t.id[1:]) for t in self.store.list(scope, metadata=filters)}
         prep = self.prepared(scope)
-        import datetime as dt
         return self.engine().search(prep, query, k=k, session=session,
                                     as_of=dt.datetime.fromisoformat(cutoff) if cutoff else None,
                                     allowed_rowids=allowed)
