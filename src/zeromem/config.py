@@ -37,6 +37,8 @@ class RetrievalConfig:
     closure_graph_bridges: int = 2
     closure_neighbours: int = 1
     session_diversity: float = 1.0  # δ: discount per turn already taken from the same session
+    question_turn_prior: float = 0.8  # relevance multiplier of a turn that ends in "?"
+    coverage_gain: float = 0.2  # λ: bonus for covering query terms the evidence so far lacks
     use_graph: bool = True
     use_hierarchy: bool = True
     use_closure: bool = True

@@ -77,7 +77,9 @@ def segment_session(traces: Sequence[Trace], *, window_turns: int = 4, stride: i
         rid = rowid_of(trace)
         units.append(UnitDraft("turn", position, turn_text(trace), (rid,), trace.seq, trace.seq,
                                trace.speaker, time))
-        sentences = split_sentences(trace.text)
+        # An attached image's description is a local span of its own: a turn that only says
+        # "here's our latest work" is found through what the picture shows.
+        sentences = split_sentences(trace.text) + [f"[image: {c}]" for c in trace.attachments]
         if len(sentences) > 1:
             head = f"{trace.speaker}: " if trace.speaker else ""
             for index, sentence in enumerate(sentences):

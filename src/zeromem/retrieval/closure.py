@@ -35,7 +35,9 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
     found: dict[int, tuple[float, str]] = {}
 
     def offer(node: int, score: float, reason: str) -> None:
-        if node in chosen or not 0 <= node < n:
+        # A primary candidate is offered again only when the link is worth more than its own
+        # match (a weak direct match that a strong candidate names outright moves up).
+        if not 0 <= node < n or (node in chosen and score <= float(scores[node])):
             return
         if score > found.get(node, (-1.0, ""))[0]:
             found[node] = (score, reason)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +32,8 @@ class PreparedScope:
     superseded_by: dict[int, int]
     session_titles: dict[int, str]  # hierarchy session id → normalized name, for names that are words
     titled_turns: dict[int, list[int]]  # graph entity id → turn nodes of the episode named after it
+    turn_terms: list[frozenset[str]]  # distinct index tokens per turn node (query coverage)
+    term_df: dict[str, int]  # turn nodes containing each token
     subject_cache: dict[str | None, np.ndarray] = field(default_factory=dict)
 
     @property
@@ -68,10 +71,12 @@ def prepare(snap: ScopeSnapshot, alias: dict[str, str]) -> PreparedScope:
     # Machine ids ("session_12", "s1", UUIDs) name nothing a query could say.
     titles = {i: t for i, t in titles.items() if re.search(r"[a-z]{3}", t) and not re.search(r"\d", t)}
     searchable = [" ".join([t.text, *t.attachments]).lower() for t in traces]  # captions count
+    turn_terms = [frozenset(snap.tokens[int(u)]) for u in turns]
+    term_df = Counter(term for terms in turn_terms for term in terms)
     return PreparedScope(snap, graph, hier, speakers, rowids, texts, searchable,
                          speakers_per_turn,
                          question_like, turn_dates, annotations, supersession(assertions, order),
-                         titles, _titled_turns(graph, hier, titles))
+                         titles, _titled_turns(graph, hier, titles), turn_terms, dict(term_df))
 
 
 def _titled_turns(graph: EntityGraph, hier: Hierarchy, titles: dict[int, str]) -> dict[int, list[int]]:
