@@ -91,3 +91,24 @@ def test_no_answer_score_is_exposed_and_bounded(example_memory):
     result = example_memory.search_detailed("What is the name of Priya's cat?")
     assert 0.0 <= result.no_answer_score <= 1.0
     assert example_memory.last_no_answer_score == result.no_answer_score
+
+
+def test_a_statement_outranks_a_question_with_the_same_words(mem):
+    filler = ["The weather was lovely.", "We cooked pasta for dinner.", "My cat slept all day.",
+              "Work was busy this week.", "I started reading a new novel."]
+    mem.add_many([{"text": t, "speaker": "Ann", "session": f"f{i}"} for i, t in enumerate(filler)] + [
+        {"text": "Went hiking at Pine Ridge?", "speaker": "Ann", "session": "s1", "source_id": "q"},
+        {"text": "Went hiking at Pine Ridge.", "speaker": "Ann", "session": "s2", "source_id": "a"},
+    ])
+    ranked = _sources(mem.search("hiking at Pine Ridge", k=3))
+    assert ranked.index("a") < ranked.index("q")
+
+
+def test_a_question_about_two_participants_favours_neither(mem):
+    mem.add_many([
+        {"text": "I love sci-fi movies, Dune is my favourite.", "speaker": "Joanna", "session": "s1",
+         "source_id": "j"},
+        {"text": "I love sci-fi movies too, Dune is great.", "speaker": "Nate", "session": "s1", "source_id": "n"},
+    ])
+    result = mem.search_detailed("What movies do Joanna and Nate both like?", k=2)
+    assert {e.why["compatibility"] for e in result.evidence} == {1.0}

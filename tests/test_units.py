@@ -35,3 +35,9 @@ def test_turn_text_carries_speaker_and_caption():
 def test_segmentation_is_deterministic():
     traces = [_trace(i, f"text {i}. more text here {i}.") for i in range(1, 6)]
     assert segment_session(traces) == segment_session(list(traces))
+
+
+def test_an_image_description_is_a_span_of_its_own():
+    units = segment_session([_trace(1, "Here's our latest work.", speaker="Mel", attachments=("a sunset painting",))])
+    spans = [u.text for u in units if u.level == "span"]
+    assert spans == ["Mel: Here's our latest work.", "Mel: [image: a sunset painting]"]

@@ -32,8 +32,10 @@ LEXICAL_SHARE = 0.5  # within a level: BM25 vs dense
 REFINE_SHARE = 0.25  # within the graph view: lexical refinement vs PPR
 SEED_TURNS = 5
 REFINE_SHORTLIST = 200
-AGGREGATE_DIVERSITY = 0.9
+# Aggregation questions ("What activities does X do?") name a category, not the words of its
+# members (pottery, camping): the dense score leads, and their evidence is spread over sessions.
 AGGREGATE_LEXICAL_SHARE = 0.35
+AGGREGATE_DIVERSITY = 0.9  # δ for them when the configured session_diversity is plain ranking
 TITLE_WEIGHT = 1.0  # an episode the query names outright (a page title, a thread's name)
 _HARD_TERM = re.compile(r"\"([^\"]+)\"|'([^']{3,})'|\b(\d[\d,.:/-]*)\b|\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 
@@ -115,10 +117,12 @@ class Engine:
 
         compat = np.ones(n)
         if cfg.use_calibration:
-            if profile.subject not in prep.subject_cache:
-                prep.subject_cache[profile.subject] = subject_compat(
-                    prep.turn_speaker, prep.turn_lower, profile.subject)
-            compat = prep.subject_cache[profile.subject]
+            # A question about two participants ("What do Joanna and Nate share?") has no
+            # single subject whose turns should lead.
+            subject = profile.subject if len(profile.mentioned_speakers) < 2 else None
+            if subject not in prep.subject_cache:
+                prep.subject_cache[subject] = subject_compat(prep.turn_speaker, prep.turn_lower, subject)
+            compat = prep.subject_cache[subject]
             compat = compat * time_compat(prep.turn_dates, profile.temporal_cues)
         score = fused * compat
         # A turn that asks rather than states is rarely evidence (DMF's query_like signal): on
@@ -145,7 +149,8 @@ class Engine:
                 chosen[int(i)] = (float(score[i]), "ranked")
         ranked = select_evidence(
             chosen, prep.hier.turn_session, budget,
-            diversity=AGGREGATE_DIVERSITY if profile.aggregation else cfg.session_diversity,
+            diversity=min(AGGREGATE_DIVERSITY, cfg.session_diversity) if profile.aggregation
+            else cfg.session_diversity,
             coverage_gain=cfg.coverage_gain, turn_terms=prep.turn_terms,
             query_weights=query_term_weights(qtokens, prep.term_df, n))
         if cfg.use_calibration:

@@ -1,0 +1,64 @@
+"""Closure C(q) on hand-made turn sequences: replies, bridges, title links (retrieval/closure.py)."""
+
+import numpy as np
+import pytest
+
+from zeromem.retrieval import closure as C
+from zeromem.retrieval.closure import closure_candidates
+
+
+def _run(primary, scores, session, *, question_like=None, unit_entities=None, titled=None, relevance=None,
+         bridges=2, neighbours=1):
+    n = len(scores)
+    unit_entities = unit_entities or [[] for _ in range(n)]
+    n_entities = 1 + max((e for es in unit_entities for e in es), default=0)
+    entity_turns = [[i for i, es in enumerate(unit_entities) if e in es] for e in range(n_entities)]
+    df = np.asarray([len(t) for t in entity_turns])
+    return closure_candidates(
+        primary, np.asarray(scores, dtype=float), session=np.asarray(session),
+        question_like=np.asarray(question_like or [False] * n), unit_entities=unit_entities,
+        entity_df=df, entity_turns=entity_turns, neighbours=neighbours, bridges=bridges,
+        titled_turns=titled, relevance=None if relevance is None else np.asarray(relevance, dtype=float))
+
+
+def test_reply_and_context_inherit_a_decayed_share_within_the_session():
+    out = _run([1], [0.0, 1.0, 0.0, 0.0], [0, 0, 0, 1], neighbours=1)
+    assert out[2] == (pytest.approx(C.NEXT_DECAY), "reply to 1")
+    assert out[0] == (pytest.approx(C.PREV_DECAY), "context of 1")
+    # the next turn belongs to another session: no reply is borrowed across the boundary
+    assert 3 not in _run([2], [0.0, 0.0, 1.0, 0.0], [0, 0, 0, 1])
+
+
+def test_the_answer_to_a_question_inherits_more():
+    out = _run([0], [1.0, 0.0], [0, 0], question_like=[True, False])
+    assert out[1][0] == pytest.approx(C.NEXT_AFTER_QUESTION_DECAY)
+
+
+def test_bridge_turn_shares_entities_with_two_primaries():
+    # turns 0 and 1 are primary; turn 3 mentions an entity of each, turn 2 only one
+    ents = [[0], [1], [0], [0, 1], [5], [6], [7], [8]]
+    scores = [1.0, 0.5, 0, 0, 0, 0, 0, 0]
+    out = _run([0, 1], scores, list(range(8)), unit_entities=ents, neighbours=0)
+    assert set(out) == {3}
+    assert out[3][0] == pytest.approx(C.BRIDGE_DECAY * 0.75)
+    assert out[3][1] == "bridge between [0, 1]"
+
+
+def test_title_link_brings_in_the_named_episode_scaled_by_its_own_relevance():
+    # turn 0 names entity 3, which has an episode of its own (turn 2, session 2)
+    ents = [[3], [], [], []]
+    out = _run([0], [1.0, 0, 0, 0], [0, 1, 2, 3], unit_entities=ents, titled={3: [2]},
+               relevance=[1.0, 0, 0.5, 0], neighbours=0)
+    assert out[2] == (pytest.approx(C.TITLE_LINK_DECAY * 0.75), "named in 0")
+
+
+def test_a_weak_primary_that_a_strong_one_names_is_lifted_but_never_lowered():
+    ents = [[3], [], [], []]
+    # turn 2 is itself a (weak) primary: the link is worth more than its own score → offered
+    out = _run([0, 2], [1.0, 0, 0.1, 0], [0, 1, 2, 3], unit_entities=ents, titled={3: [2]},
+               relevance=[1.0, 0, 0.0, 0], neighbours=0, bridges=1)
+    assert out[2][0] == pytest.approx(C.TITLE_LINK_DECAY * 0.5)
+    # a strong primary is not offered again at a lower score
+    out = _run([0, 2], [1.0, 0, 0.9, 0], [0, 1, 2, 3], unit_entities=ents, titled={3: [2]},
+               relevance=[1.0, 0, 0.0, 0], neighbours=0, bridges=1)
+    assert 2 not in out
