@@ -14,7 +14,6 @@ that covers what is still missing. With ``λ = 0`` and ``δ = 1`` this is a plai
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Sequence
 
 import numpy as np
@@ -33,24 +32,26 @@ def select_evidence(candidates: dict[int, tuple[float, str]], session: np.ndarra
     cover = coverage_gain > 0 and total > 0 and turn_terms is not None
     if diversity == 1.0 and not cover:  # plain ranking: one sort
         return sorted(candidates.items(), key=lambda item: (-item[1][0], item[0]))[:budget]
-    pool = dict(candidates)
-    taken: Counter = Counter()
-    missing = dict(weights)
+    nodes = np.asarray(sorted(candidates), dtype=np.int64)  # ascending: ties go to the lower node
+    base = np.asarray([candidates[int(node)][0] for node in nodes])
+    node_session = np.asarray(session)[nodes]
+    terms = list(weights)
+    has_term = (np.asarray([[t in turn_terms[int(node)] for t in terms] for node in nodes], dtype=np.float64)
+                if cover else np.zeros((len(nodes), 0)))
+    missing = np.asarray([weights[t] for t in terms]) / total if cover else np.zeros(0)
+    discount = np.ones(len(nodes))
+    open_ = np.ones(len(nodes), dtype=bool)
     out: list[tuple[int, tuple[float, str]]] = []
-
-    def effective(node: int) -> float:
-        score = pool[node][0] * diversity ** taken[int(session[node])]
-        if cover and missing:
-            terms = turn_terms[node]
-            score += coverage_gain * sum(w for t, w in missing.items() if t in terms) / total
-        return score
-
-    while pool and len(out) < budget:
-        best = min(pool, key=lambda node: (-effective(node), node))
-        out.append((best, pool.pop(best)))
-        taken[int(session[best])] += 1
+    while len(out) < min(budget, len(nodes)):
+        effective = base * discount + coverage_gain * (has_term @ missing)
+        effective[~open_] = -np.inf
+        best = int(np.argmax(effective))  # first maximum = lowest node among equals
+        node = int(nodes[best])
+        out.append((node, candidates[node]))
+        open_[best] = False
+        discount[node_session == node_session[best]] *= diversity
         if cover:
-            missing = {t: w for t, w in missing.items() if t not in turn_terms[best]}
+            missing = missing * (1.0 - has_term[best])
     return out
 
 
