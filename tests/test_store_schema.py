@@ -70,3 +70,15 @@ def test_a_file_that_is_not_sqlite_is_a_store_error(tmp_path):
     bogus.write_text("this is not a database, " * 100)
     with pytest.raises(StoreError, match="cannot open"):
         Memory(bogus)
+
+
+def test_a_version_2_file_re_derives_only_the_sessions_whose_segmentation_changed(db_path):
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.executescript(MIGRATIONS[0] + ";" + MIGRATIONS[1] + "; PRAGMA user_version = 2;")
+    for session, attachments in (("plain", "[]"), ("pictures", '["a dog on a beach"]')):
+        conn.execute("INSERT INTO traces (user_key, agent_key, session, seq, text, role, recorded_at, attachments)"
+                     " VALUES ('', '', ?, 0, 'hello', 'user', '2023-01-01T00:00:00', ?)", (session, attachments))
+    conn.close()
+    with Memory(db_path) as mem:
+        assert mem.indexer.pending_sessions(mem.scope) == ["pictures"]
+    assert _user_version(db_path) == SCHEMA_VERSION

@@ -205,14 +205,14 @@ def _eligible(prep: PreparedScope, session: str | None, as_of: dt.datetime | Non
 
 
 def _title_match(query: str, prep: PreparedScope) -> np.ndarray:
-    """1 for turns of an episode whose name the query contains as words, else 0."""
+    """For turns of an episode whose name the query contains as words, how fully it names it."""
     out = np.zeros(prep.n_turns)
     if not prep.session_titles:
         return out
     padded = f" {normalize_title(query)} "
-    named = [sid for sid, title in prep.session_titles.items() if f" {title} " in padded]
-    if named:
-        out[np.isin(prep.hier.turn_session, named)] = 1.0
+    for sid, title in prep.session_titles.items():
+        if f" {title} " in padded:
+            out[prep.hier.turn_session == sid] = prep.title_strength[sid]
     return out
 
 

@@ -16,6 +16,9 @@ from ..views.hierarchy import Hierarchy, build_hierarchy
 from .calibrate import state_assertions, supersession
 
 
+DISAMBIGUATED_TITLE = 0.5
+
+
 @dataclass
 class PreparedScope:
     snap: ScopeSnapshot
@@ -31,6 +34,7 @@ class PreparedScope:
     annotations: dict[int, list[TimeSpan]]  # resolved relative expressions per turn node
     superseded_by: dict[int, int]
     session_titles: dict[int, str]  # hierarchy session id → normalized name, for names that are words
+    title_strength: dict[int, float]  # how fully a query naming the title names that episode
     titled_turns: dict[int, list[int]]  # graph entity id → turn nodes of the episode named after it
     turn_terms: list[frozenset[str]]  # distinct index tokens per turn node (query coverage)
     term_df: dict[str, int]  # turn nodes containing each token
@@ -71,12 +75,21 @@ def prepare(snap: ScopeSnapshot, alias: dict[str, str]) -> PreparedScope:
     # Machine ids ("session_12", "s1", UUIDs) name nothing a query could say.
     titles = {i: t for i, t in titles.items() if re.search(r"[a-z]{3}", t) and not re.search(r"\d", t)}
     searchable = [" ".join([t.text, *t.attachments]).lower() for t in traces]  # captions count
+    strength = _title_strength(hier.sessions, titles)
     turn_terms = [frozenset(snap.tokens[int(u)]) for u in turns]
     term_df = Counter(term for terms in turn_terms for term in terms)
     return PreparedScope(snap, graph, hier, speakers, rowids, texts, searchable,
                          speakers_per_turn,
                          question_like, turn_dates, annotations, supersession(assertions, order),
-                         titles, _titled_turns(graph, hier, titles), turn_terms, dict(term_df))
+                         titles, strength, _titled_turns(graph, hier, titles), turn_terms, dict(term_df))
+
+
+def _title_strength(names: list[str], titles: dict[int, str]) -> dict[int, float]:
+    """1 for an episode a query can name outright; ``DISAMBIGUATED_TITLE`` for "X (film)"
+    while an episode named plain "X" exists — the query's "X" most likely means that one."""
+    plain = {title for sid, title in titles.items() if "(" not in names[sid]}
+    return {sid: DISAMBIGUATED_TITLE if "(" in names[sid] and title in plain else 1.0
+            for sid, title in titles.items()}
 
 
 def _titled_turns(graph: EntityGraph, hier: Hierarchy, titles: dict[int, str]) -> dict[int, list[int]]:

@@ -107,6 +107,13 @@ MIGRATIONS: list[str] = [
         items INTEGER NOT NULL
     );
     """,
+    # v3: an attached image's description became a span of its own (indexes/units.py). Sessions
+    # with attachments are derived again on the next index() or search; unchanged texts reuse
+    # their stored encodings.
+    """
+    INSERT OR IGNORE INTO dirty_sessions
+        SELECT DISTINCT user_key, agent_key, session FROM traces WHERE attachments != '[]'
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
