@@ -32,3 +32,16 @@ def test_route_relational_for_aggregation_and_local_for_time():
     when = build_profile("When did Caroline go to the support group?", ["Caroline"])
     assert route(when).primary == "local"
     assert route(when).weights() == (pytest.approx(0.4), 0.6)
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("Which cities has Jon visited?", True),
+    ("What symbols are important to Caroline?", True),
+    ("What kind of films does Joanna enjoy?", True),
+    ("Which endorsement deals has John been offered?", True),
+    ("What is Caroline's identity?", False),
+    ("What does Melanie do to destress?", False),
+    ("What was the weather like?", False),
+])
+def test_a_plural_category_after_the_question_word_is_an_aggregation(query, expected):
+    assert build_profile(query, ["Jon", "Caroline", "Joanna", "Nate", "Melanie"]).aggregation is expected

@@ -18,6 +18,12 @@ _AGGREGATE = re.compile(
     r"\b(all|both|every|each|how many|how often|times|list|activities|things|ways|kinds|types|"
     r"which .* and|what .*(?:s|events|places|books|hobbies|pets|instruments) (?:has|have|did|does))\b",
     re.I)
+# "Which cities has Jon visited?", "What are some changes ...": a plural category right after
+# the question word asks for every member, wherever each was said.
+_PLURAL_CATEGORY = re.compile(
+    r"^(?:what|which)\s+(?:(?:are|were)\s+)?(?:(?:the|some|all|of)\s+)?(?:[a-z]+\s+)?"
+    r"(?!(?:is|was|has|does|this|his|its|us|plus)\b)[a-z]{3,}(?:s)\s+(?:has|have|had|did|does|do|is|are|were|was|des)\b",
+    re.I)
 _TEMPORAL_WORDS = re.compile(
     r"\b(when|what (?:date|day|month|year|time)|how long|before|after|first|last|since|until|"
     r"ago|recently|earlier|later)\b", re.I)
@@ -110,6 +116,6 @@ def build_profile(query: str, speakers: Iterable[str]) -> QueryProfile:
         text=query, words=words, subject=mentioned[0] if mentioned else None,
         mentioned_speakers=mentioned, answer_type=answer_type(query),
         temporal_cues=parse_absolute(query), asks_time=asks_time,
-        aggregation=bool(_AGGREGATE.search(query)), boundary=boundary.group(0) if boundary else None,
+        aggregation=bool(_AGGREGATE.search(query) or _PLURAL_CATEGORY.search(query.strip())), boundary=boundary.group(0) if boundary else None,
         keywords=keywords, names=query_names(query, speakers),
         bridge=bool(_BRIDGE.search(query)))
