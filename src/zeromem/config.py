@@ -37,6 +37,10 @@ class RetrievalConfig:
     closure_graph_bridges: int = 2
     closure_neighbours: int = 1
     session_diversity: float = 1.0  # δ: discount per turn already taken from the same session
+    # Above this many turns in a scope, only candidate turns are scored, this many from each
+    # source (turn, span and window rankings, PPR); see retrieval/turn_scores.py.
+    large_scope_turns: int = 20_000
+    large_scope_candidates: int = 200
     use_graph: bool = True
     use_hierarchy: bool = True
     use_closure: bool = True

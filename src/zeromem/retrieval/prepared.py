@@ -25,6 +25,8 @@ class PreparedScope:
     turn_text: list[str]  # verbatim trace text per turn node
     turn_lower: list[str]  # text plus attachment captions, lower-cased once for substring tests
     turn_speaker: list[str | None]
+    turn_session_name: np.ndarray  # object array: each turn's session (for filters)
+    turn_time: np.ndarray  # object array: each turn's ISO time (event, else session, else recorded)
     question_like: np.ndarray
     turn_dates: list[list[tuple[dt.date, dt.date]]]  # session date and dates it mentions
     annotations: dict[int, list[TimeSpan]]  # resolved relative expressions per turn node
@@ -68,8 +70,10 @@ def prepare(snap: ScopeSnapshot, alias: dict[str, str]) -> PreparedScope:
     # Machine ids ("session_12", "s1", UUIDs) name nothing a query could say.
     titles = {i: t for i, t in titles.items() if re.search(r"[a-z]{3}", t) and not re.search(r"\d", t)}
     searchable = [" ".join([t.text, *t.attachments]).lower() for t in traces]  # captions count
+    session_names = np.asarray([t.session for t in traces], dtype=object)
+    times = np.asarray([t.event_time or t.session_time or t.recorded_at for t in traces], dtype=object)
     return PreparedScope(snap, graph, hier, speakers, rowids, texts, searchable,
-                         speakers_per_turn,
+                         speakers_per_turn, session_names, times,
                          question_like, turn_dates, annotations, supersession(assertions, order),
                          titles, _titled_turns(graph, hier, titles))
 
