@@ -32,6 +32,8 @@ def test_time_compat_keeps_turns_inside_the_cue():
     cues = parse_absolute("in May 2023")
     dates = [[(dt.date(2023, 5, 8),) * 2], [(dt.date(2023, 9, 1),) * 2], []]
     assert np.allclose(time_compat(dates, cues), [1, 1 - TIME_PENALTY, 1 - TIME_PENALTY])
+    # limited to some turns (a large scope's candidates), the others stay 1
+    assert np.allclose(time_compat(dates, cues, np.array([0, 2])), [1, 1, 1 - TIME_PENALTY])
 
 
 def test_no_answer_score_is_low_when_evidence_covers_the_query():

@@ -5,6 +5,7 @@ import pytest
 
 from zeromem.retrieval import closure as C
 from zeromem.retrieval.closure import closure_candidates
+from zeromem.views.csr import group_by_row
 
 
 def _run(primary, scores, session, *, question_like=None, unit_entities=None, titled=None, relevance=None,
@@ -12,12 +13,15 @@ def _run(primary, scores, session, *, question_like=None, unit_entities=None, ti
     n = len(scores)
     unit_entities = unit_entities or [[] for _ in range(n)]
     n_entities = 1 + max((e for es in unit_entities for e in es), default=0)
-    entity_turns = [[i for i, es in enumerate(unit_entities) if e in es] for e in range(n_entities)]
-    df = np.asarray([len(t) for t in entity_turns])
+    mention_entity = [e for es in unit_entities for e in es]
+    mention_node = [node for node, es in enumerate(unit_entities) for _ in es]
+    ptr, nodes = group_by_row(np.array(mention_entity, dtype=np.int64), np.array(mention_node, dtype=np.int64),
+                              n_entities)
+    df = np.bincount(mention_entity, minlength=n_entities).astype(float)
     return closure_candidates(
         primary, np.asarray(scores, dtype=float), session=np.asarray(session),
         question_like=np.asarray(question_like or [False] * n), unit_entities=unit_entities,
-        entity_df=df, entity_turns=entity_turns, neighbours=neighbours, bridges=bridges,
+        entity_df=df, entity_turn_ptr=ptr, entity_turn_nodes=nodes, neighbours=neighbours, bridges=bridges,
         titled_turns=titled, relevance=None if relevance is None else np.asarray(relevance, dtype=float))
 
 

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 from zeromem.errors import InvalidInput
+from zeromem.indexes import dense
+from zeromem.indexes.cells import CellIndex
 from zeromem.indexes.dense import DenseIndex
 
 
@@ -76,3 +78,64 @@ def test_large_indexes_score_exactly_too():
     vectors = unit_rows(5000, dim=8, seed=7)
     q = unit_rows(1, dim=8, seed=8)[0]
     np.testing.assert_allclose(DenseIndex(vectors).scores(q), vectors @ q, atol=1e-6)
+
+
+def clustered_rows(n_clusters=40, per_cluster=50, dim=32, seed=0):
+    """Unit rows scattered around random centres: the shape cells are made for."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(n_clusters, dim))
+    v = (np.repeat(centres, per_cluster, axis=0)
+         + 0.35 * rng.normal(size=(n_clusters * per_cluster, dim))).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_scores_of_and_sample_scores_are_exact_cosines_of_those_rows():
+    vectors = unit_rows(5000)
+    q = unit_rows(1, seed=1)[0]
+    index = DenseIndex(vectors)
+    rows = np.array([4999, 3, 3, 1200])
+    np.testing.assert_allclose(index.scores_of(q, rows), (vectors @ q)[rows], atol=1e-6)
+    sample = index.sample_scores(q)
+    assert 0 < sample.size < 5000
+    np.testing.assert_allclose(sample, (vectors @ q)[:: 5000 // dense.DISTRIBUTION_SAMPLE], atol=1e-6)
+    small = DenseIndex(vectors[:100])
+    np.testing.assert_allclose(small.sample_scores(q), vectors[:100] @ q, atol=1e-6)
+
+
+def test_candidates_are_the_exact_top_k_when_the_cells_would_cover_everything():
+    vectors = unit_rows(300)
+    q = unit_rows(1, seed=2)[0]
+    idx, scores = DenseIndex(vectors).candidates(q, 10)
+    assert idx.tolist() == np.argsort(-(vectors @ q), kind="stable")[:10].tolist()
+    np.testing.assert_allclose(scores, np.sort(vectors @ q)[::-1][:10], atol=1e-6)
+
+
+def test_cell_candidates_find_most_true_neighbours_deterministically(monkeypatch):
+    monkeypatch.setattr(dense, "ROWS_PER_CELL", 50)  # 2000 rows: 40 cells, probe 8 (20%)
+    monkeypatch.setattr(dense, "PROBES", 8)
+    vectors = clustered_rows()
+    queries = clustered_rows(seed=9)[::97]
+    index = DenseIndex(vectors)
+    recall = []
+    for q in queries:
+        idx, scores = index.candidates(q, 10)
+        exact = np.argsort(-(vectors @ q), kind="stable")[:10]
+        recall.append(len(set(idx.tolist()) & set(exact.tolist())) / 10)
+        np.testing.assert_allclose(scores, (vectors @ q)[idx], atol=1e-6)  # re-scored exactly
+        assert (np.diff(scores) <= 0).all()
+    assert np.mean(recall) >= 0.9
+    again = DenseIndex(vectors)
+    assert all(np.array_equal(index.candidates(q, 10)[0], again.candidates(q, 10)[0]) for q in queries)
+
+
+def test_cells_partition_the_rows_and_probing_every_cell_returns_them_all():
+    vectors = clustered_rows(n_clusters=10, per_cluster=30)
+    cells = CellIndex(vectors)
+    assert sorted(cells.rows.tolist()) == list(range(len(vectors)))
+    assert cells.ptr[0] == 0 and cells.ptr[-1] == len(vectors)
+    q = vectors[0]
+    assert cells.probe(q, probes=len(cells.centroids)).tolist() == list(range(len(vectors)))
+    nearest = cells.probe(q, probes=1)
+    assert 0 in nearest.tolist() and (np.diff(nearest) > 0).all()
+    same = CellIndex(vectors)
+    assert np.array_equal(cells.centroids, same.centroids) and np.array_equal(cells.rows, same.rows)

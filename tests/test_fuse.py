@@ -44,3 +44,23 @@ def test_fast_median_equals_numpy_median():
     for size in (1, 2, 7, 8, 101):
         values = rng.normal(size=size)
         assert _median(values) == np.median(values)
+
+
+def test_top_indices_of_mostly_zero_scores_equals_the_full_sort_prefix():
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        scores = np.zeros(1000)
+        hits = rng.choice(1000, size=rng.integers(1, 120), replace=False)
+        scores[hits] = rng.integers(1, 4, size=hits.size)  # few positives, many ties
+        full = np.lexsort((np.arange(scores.size), -scores))
+        for k in (1, 5, 20, 200):
+            assert list(top_indices(scores, k)) == list(full[:k])
+
+
+def test_rescale_with_the_distributions_own_constants_is_normalize():
+    from zeromem.retrieval.fuse import floor_of, rescale
+
+    rng = np.random.default_rng(5)
+    for scores in (rng.normal(size=101), np.maximum(rng.normal(size=100), 0) * (rng.random(100) < 0.2)):
+        assert np.array_equal(rescale(scores, floor_of(scores), scores.max()), normalize(scores))
+    assert not rescale(np.array([0.3, 0.5]), 0.6, 0.6).any()

@@ -97,3 +97,15 @@ def test_nothing_is_re_encoded_after_a_restart(tmp_path):
         memory.add("One more line about chess.", session="s2", speaker="Ana")
         second = memory.index()
         assert second.sessions == 1 and second.encoded_texts <= 3  # the new turn (+ new entities)
+
+
+def test_window_and_episode_tokens_are_the_tokens_of_their_text(tmp_path):
+    # The snapshot builds them from their turns' tokens instead of tokenizing them again.
+    from zeromem.encoders.tokenize import tokenize
+
+    with Memory(tmp_path / "m.db") as memory:
+        memory.add_many([{"text": text, "session": f"s{i % 2}", "speaker": "Ana" if i % 3 else "Bo"}
+                         for i, text in enumerate(SENTENCES + ["我昨天去了北京大学。", "Café ﬁsh 2,000!"])])
+        snap = memory.retriever.prepared(memory.scope).snap
+    assert snap.units_of("window").size and snap.units_of("episode").size
+    assert all(snap.tokens[i] == tokenize(snap.text[i]) for i in range(snap.size))

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from zeromem.views.ppr import personalized_pagerank, row_normalize
+from zeromem.views.ppr import personalized_pagerank, push_pagerank, row_normalize
 
 
 def test_row_normalize_rows_sum_to_one_and_empty_rows_stay_empty():
@@ -41,3 +41,53 @@ def test_zero_restart_gives_zero_and_bad_damping_is_refused():
     assert not personalized_pagerank(p, np.zeros(3)).any()
     with pytest.raises(ValueError):
         personalized_pagerank(p, np.ones(3), damping=1.0)
+
+
+def _symmetric_graph(n: int, seed: int) -> tuple[sp.csr_matrix, np.ndarray]:
+    """A random weighted undirected graph in which every node has an edge (a ring plus chords)."""
+    rng = np.random.default_rng(seed)
+    dense = np.triu((rng.random((n, n)) < 0.15) * rng.random((n, n)), k=1)
+    for i in range(n):
+        dense[min(i, (i + 1) % n), max(i, (i + 1) % n)] += 0.5
+    adjacency = sp.csr_matrix(dense + dense.T)
+    return adjacency, np.asarray(adjacency.sum(axis=1)).ravel()
+
+
+def test_push_underestimates_exact_ppr_by_at_most_epsilon_times_degree():
+    adjacency, degree = _symmetric_graph(40, seed=1)
+    p = row_normalize(adjacency)
+    r = np.zeros(40)
+    r[[2, 17]] = [0.8, 0.2]
+    exact = personalized_pagerank(p, r, damping=0.6, tol=1e-14, max_iter=1000)
+    for epsilon in (1e-2, 1e-3, 1e-5):
+        approx = push_pagerank(p, r, degree=degree, damping=0.6, epsilon=epsilon)
+        gap = exact - approx
+        assert gap.min() >= -1e-12
+        assert (gap <= epsilon * degree + 1e-12).all()
+    assert np.abs(exact - push_pagerank(p, r, degree=degree, damping=0.6, epsilon=1e-9)).max() < 1e-8
+
+
+def test_push_returns_mass_of_an_isolated_restart_node_like_power_iteration():
+    adjacency, degree = _symmetric_graph(12, seed=2)
+    adjacency = sp.block_diag([adjacency, sp.csr_matrix((1, 1))], format="csr")  # node 12: no edges
+    degree = np.append(degree, 0.0)
+    p = row_normalize(adjacency)
+    r = np.zeros(13)
+    r[[0, 12]] = [0.5, 0.5]
+    exact = personalized_pagerank(p, r, damping=0.6, tol=1e-14, max_iter=1000)
+    approx = push_pagerank(p, r, degree=degree, damping=0.6, epsilon=1e-8)
+    assert np.abs(exact - approx).max() < 1e-6
+
+
+def test_push_is_deterministic_and_refuses_bad_parameters():
+    adjacency, degree = _symmetric_graph(30, seed=3)
+    p = row_normalize(adjacency)
+    r = np.zeros(30)
+    r[5] = 1.0
+    first = push_pagerank(p, r, degree=degree, epsilon=1e-4)
+    assert first.tobytes() == push_pagerank(p, r, degree=degree, epsilon=1e-4).tobytes()
+    assert not push_pagerank(p, np.zeros(30), degree=degree, epsilon=1e-4).any()
+    with pytest.raises(ValueError):
+        push_pagerank(p, r, degree=degree, epsilon=0.0)
+    with pytest.raises(ValueError):
+        push_pagerank(p, r, degree=degree, damping=1.0, epsilon=1e-4)

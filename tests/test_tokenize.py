@@ -57,3 +57,15 @@ def test_tokens_are_never_empty_and_tokenizing_is_deterministic(text):
     first = tokenize(text)
     assert all(t and t == t.strip() for t in first)
     assert tokenize(text) == first
+
+
+_PIECES = st.sampled_from(["Caroline's", "RUNNING", "2,000", "3.5", "don't", "北京大学", "我们",
+                           "カタカナ", "ｆｕｌｌ", "é", "\u0301", "Straße", "'", "-", ".", " ", "?",
+                           "한국어", "ﬁsh", "x", "7"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_PIECES, max_size=6).map("".join), min_size=1, max_size=5))
+def test_no_token_spans_a_newline(parts):
+    # The snapshot tokenizes windows and episodes as their turns' tokens end to end.
+    assert tokenize("\n".join(parts)) == [t for part in parts for t in tokenize(part)]

@@ -39,6 +39,10 @@ class RetrievalConfig:
     session_diversity: float = 1.0  # δ: discount per turn already taken from the same session
     question_turn_prior: float = 0.8  # relevance multiplier of a turn that ends in "?"
     coverage_gain: float = 0.2  # λ: bonus for covering query terms the evidence so far lacks
+    # Above this many turns in a scope, only candidate turns are scored, this many from each
+    # source (turn, span and window rankings, PPR); see retrieval/turn_scores.py.
+    large_scope_turns: int = 20_000
+    large_scope_candidates: int = 200
     use_graph: bool = True
     use_hierarchy: bool = True
     use_closure: bool = True

@@ -93,13 +93,18 @@ def subject_compat(speakers: list[str | None], lowered_texts: list[str], subject
     return out
 
 
-def time_compat(turn_dates: list[list[tuple[dt.date, dt.date]]], cues: list[TimeSpan]) -> np.ndarray:
-    """1 for turns whose session date (or a date they mention) meets a query cue."""
+def time_compat(turn_dates: list[list[tuple[dt.date, dt.date]]], cues: list[TimeSpan],
+                nodes: np.ndarray | None = None) -> np.ndarray:
+    """1 for turns whose session date (or a date they mention) meets a query cue.
+
+    ``nodes`` limits the check to those turns (the rest stay 1): a large scope scores only its
+    candidate turns, and the check is a Python loop.
+    """
     out = np.ones(len(turn_dates))
     if not cues:
         return out
-    for i, ranges in enumerate(turn_dates):
-        if not any(_overlaps(r, cue) for r in ranges for cue in cues):
+    for i in range(len(turn_dates)) if nodes is None else nodes.tolist():
+        if not any(_overlaps(r, cue) for r in turn_dates[i] for cue in cues):
             out[i] = 1.0 - TIME_PENALTY
     return out
 

@@ -12,9 +12,9 @@ direct match.
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import numpy as np
+
+from ..views.csr import row_slices
 
 NEXT_DECAY = 0.55
 NEXT_AFTER_QUESTION_DECAY = 0.8
@@ -26,7 +26,8 @@ TITLE_LINK_SOURCES = 3
 
 def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.ndarray,
                        question_like: np.ndarray, unit_entities: list[list[int]],
-                       entity_df: np.ndarray, entity_turns: list[list[int]], neighbours: int = 1, bridges: int = 2,
+                       entity_df: np.ndarray, entity_turn_ptr: np.ndarray, entity_turn_nodes: np.ndarray,
+                       neighbours: int = 1, bridges: int = 2,
                        titled_turns: dict[int, list[int]] | None = None,
                        relevance: np.ndarray | None = None) -> dict[int, tuple[float, str]]:
     """Closure units with their derived scores and the reason they were added."""
@@ -52,20 +53,9 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
             if before >= 0 and session[before] == session[node]:
                 offer(before, base * PREV_DECAY ** step, f"context of {node}")
     if bridges > 0 and len(primary) > 1:
-        holders: dict[int, set[int]] = defaultdict(set)
-        for node in primary:
-            for entity in unit_entities[node]:
-                if entity_df[entity] <= max(3, 0.05 * n):  # hubs bridge nothing
-                    holders[entity].add(node)
-        links: dict[int, set[int]] = defaultdict(set)
-        for entity, sources in holders.items():
-            for other in entity_turns[entity]:
-                if other not in chosen:
-                    links[other] |= sources
-        ranked = sorted((-len(src), -sum(float(scores[s]) for s in src) / len(src), other, src)
-                        for other, src in links.items() if len(src) >= 2)
-        for _, neg_mean, other, sources in ranked[:bridges]:
-            offer(other, BRIDGE_DECAY * -neg_mean, f"bridge between {sorted(sources)}")
+        for other, mean, sources in _bridges(primary, scores, unit_entities, entity_df,
+                                             entity_turn_ptr, entity_turn_nodes, bridges):
+            offer(other, BRIDGE_DECAY * mean, f"bridge between {sources}")
     if titled_turns and bridges > 0:
         # A candidate that names an entity with an episode of its own (a page titled after it)
         # points at that episode: the second hop of a bridge question. The hop keeps part of the
@@ -81,3 +71,36 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
                           f"named in {node}")
     return found
 
+
+def _bridges(primary: list[int], scores: np.ndarray, unit_entities: list[list[int]],
+             entity_df: np.ndarray, entity_turn_ptr: np.ndarray, entity_turn_nodes: np.ndarray,
+             limit: int) -> list[tuple[int, float, list[int]]]:
+    """The ``limit`` best turns (outside ``primary``) that share a non-hub entity with two or
+    more primary candidates: most sources first, then the best mean source score, then the
+    lower node. Array work, because at scale an entity's turns run into the thousands."""
+    n = len(scores)
+    hub_df = max(3, 0.05 * n)  # hubs bridge nothing
+    holders: dict[int, list[int]] = {}  # entity → positions in primary of the turns naming it
+    for k, node in enumerate(primary):
+        for entity in unit_entities[node]:
+            if entity_df[entity] <= hub_df:
+                holders.setdefault(entity, []).append(k)
+    if not holders:
+        return []
+    held = np.zeros((len(holders), len(primary)), dtype=bool)
+    for row, positions in enumerate(holders.values()):
+        held[row, positions] = True
+    positions, counts = row_slices(entity_turn_ptr, np.asarray(list(holders)))
+    turns = entity_turn_nodes[positions]
+    others, which = np.unique(turns, return_inverse=True)
+    sources = np.zeros((len(others), len(primary)), dtype=bool)
+    np.logical_or.at(sources, which, held[np.repeat(np.arange(len(holders)), counts)])
+    size = sources.sum(axis=1)
+    keep = (size >= 2) & ~np.isin(others, primary)
+    others, sources, size = others[keep], sources[keep], size[keep]
+    if not len(others):
+        return []
+    mean = (sources * scores[np.asarray(primary)]).sum(axis=1) / size
+    best = np.lexsort((others, -mean, -size))[:limit]
+    return [(int(others[i]), float(mean[i]), sorted(int(primary[k]) for k in np.flatnonzero(sources[i])))
+            for i in best]

@@ -18,8 +18,8 @@ from threadpoolctl import ThreadpoolController
 
 from ..config import RetrievalConfig
 from ..types import Evidence, Provenance
-from ..views.graph import align_entities, graph_scores, normalize_title, query_ngrams
-from ..views.hierarchy import hierarchy_scores, lift_to_turns
+from ..views.graph import align_entities, normalize_title, query_ngrams
+from ..views.hierarchy import hierarchy_scores
 from .calibrate import no_answer_score, subject_compat, time_compat
 from .closure import closure_candidates
 from .fuse import fuse, normalize, top_indices
@@ -27,10 +27,9 @@ from .prepared import PreparedScope
 from .profile import QueryProfile, build_profile
 from .route import Route, route
 from .select import query_term_weights, select_evidence
+from .turn_scores import LEXICAL_SHARE, score_candidate_turns, score_every_turn
 
-LEXICAL_SHARE = 0.5  # within a level: BM25 vs dense
 REFINE_SHARE = 0.25  # within the graph view: lexical refinement vs PPR
-SEED_TURNS = 5
 REFINE_SHORTLIST = 200
 # Aggregation questions ("What activities does X do?") name a category, not the words of its
 # members (pottery, camping): the dense score leads, and their evidence is spread over sessions.
@@ -81,28 +80,26 @@ class Engine:
         if n == 0:
             return SearchResult([], profile, plan, 1.0, _timings(t0, t_enc))
 
-        # View 2 inputs: every level scored lexically and densely, lifted onto turns.
-        level_scores: dict[str, np.ndarray] = {}
-        raw_dense_turn = np.zeros(n)
-        for level in ("turn", "span", "window", "episode"):
-            if level not in snap.lexical:
-                continue
-            lex = normalize(snap.lexical[level].scores(qtokens))
-            cos = snap.dense[level].scores(qvec)
-            if level == "turn":
-                raw_dense_turn = cos
-            share = AGGREGATE_LEXICAL_SHARE if profile.aggregation else LEXICAL_SHARE
-            level_scores[level] = share * lex + (1 - share) * normalize(cos)
-        lifted = lift_to_turns(prep.hier, level_scores)
-        lifted["title"] = _title_match(query, prep)
-        hier = hierarchy_scores(lifted) + TITLE_WEIGHT * lifted["title"]
-
-        # View 1: PPR from aligned entities and the best lexical/dense turns, then refinement.
+        mask = _eligible(prep, session, as_of, allowed_rowids)
+        title = _title_match(query, prep)
         grams = query_ngrams([w for w in profile.words])
         aligned = align_entities(prep.graph, grams, qvec, snap.entity_vectors, snap.entity_names)
-        seeds = {int(i): float(level_scores["turn"][i]) for i in top_indices(level_scores["turn"], SEED_TURNS)
-                 if level_scores["turn"][i] > 0}
-        ppr = normalize(graph_scores(prep.graph, aligned, seeds, damping=cfg.ppr_damping))
+        share = AGGREGATE_LEXICAL_SHARE if profile.aggregation else LEXICAL_SHARE
+        if n > cfg.large_scope_turns:
+            scores = score_candidate_turns(prep, qtokens, qvec, aligned, damping=cfg.ppr_damping,
+                                           per_source=cfg.large_scope_candidates,
+                                           required=np.flatnonzero(title), eligible=mask,
+                                           lexical_share=share)
+        else:
+            scores = score_every_turn(prep, qtokens, qvec, aligned, damping=cfg.ppr_damping,
+                                      lexical_share=share)
+        # View 2: the levels lifted onto turns; view 1: PPR from the aligned entities and the
+        # best turns, then lexical refinement.
+        lifted = scores.lifted
+        lifted["title"] = title
+        hier = hierarchy_scores(lifted) + TITLE_WEIGHT * lifted["title"]
+        ppr = normalize(scores.ppr)
+        raw_dense_turn = scores.dense_cosine
         # Verbatim term checks are string work: spend them only on turns that can still win.
         shortlist = top_indices(np.maximum(hier, ppr), REFINE_SHORTLIST)
         refine = _lexical_refinement(query, prep.turn_lower, shortlist)
@@ -123,12 +120,10 @@ class Engine:
             if subject not in prep.subject_cache:
                 prep.subject_cache[subject] = subject_compat(prep.turn_speaker, prep.turn_lower, subject)
             compat = prep.subject_cache[subject]
-            compat = compat * time_compat(prep.turn_dates, profile.temporal_cues)
-        score = fused * compat
+            compat = compat * time_compat(prep.turn_dates, profile.temporal_cues, scores.nodes)
         # A turn that asks rather than states is rarely evidence (DMF's query_like signal): on
         # the shared LoCoMo conversations 13 % of turns ending in "?" are cited, 29 % of others.
-        score = score * np.where(prep.question_like, cfg.question_turn_prior, 1.0)
-        mask = _eligible(prep, session, as_of, allowed_rowids)
+        score = fused * compat * np.where(prep.question_like, cfg.question_turn_prior, 1.0)
         score = np.where(mask, score, -1.0)
 
         budget = max(1, int(k))
@@ -138,7 +133,8 @@ class Engine:
             extra = closure_candidates(
                 primary, np.maximum(score, 0), session=prep.hier.turn_session,
                 question_like=prep.question_like, unit_entities=prep.graph.unit_entities,
-                entity_df=prep.graph.entity_df, entity_turns=prep.graph.entity_turns,
+                entity_df=prep.graph.entity_df, entity_turn_ptr=prep.graph.entity_turn_ptr,
+                entity_turn_nodes=prep.graph.entity_turn_nodes,
                 neighbours=cfg.closure_neighbours, bridges=cfg.closure_graph_bridges,
                 titled_turns=prep.titled_turns, relevance=normalize(np.maximum(score, 0)))
             for node, (value, reason) in extra.items():
@@ -190,17 +186,12 @@ def _timings(t0: float, t_enc: float) -> dict[str, float]:
 def _eligible(prep: PreparedScope, session: str | None, as_of: dt.datetime | None,
               allowed_rowids: set[int] | None) -> np.ndarray:
     mask = np.ones(prep.n_turns, dtype=bool)
-    if session is None and as_of is None and allowed_rowids is None:
-        return mask
-    cutoff = as_of.isoformat() if as_of else None
-    for node, rowid in enumerate(prep.turn_rowid):
-        trace = prep.snap.traces[int(rowid)]
-        if session is not None and trace.session != session:
-            mask[node] = False
-        elif cutoff and (trace.event_time or trace.session_time or trace.recorded_at) > cutoff:
-            mask[node] = False
-        elif allowed_rowids is not None and int(rowid) not in allowed_rowids:
-            mask[node] = False
+    if session is not None:
+        mask &= prep.turn_session_name == session
+    if as_of is not None:
+        mask &= prep.turn_time <= as_of.isoformat()
+    if allowed_rowids is not None:
+        mask &= np.isin(prep.turn_rowid, np.fromiter(allowed_rowids, dtype=np.int64))
     return mask
 
 

@@ -18,11 +18,20 @@ def normalize(scores: np.ndarray) -> np.ndarray:
     scores = np.asarray(scores, dtype=np.float64)
     if scores.size == 0:
         return scores
-    top = float(scores.max())
+    return rescale(scores, floor_of(scores), float(scores.max()))
+
+
+def floor_of(scores: np.ndarray) -> float:
+    """The ``m`` of ``normalize``: the median, or 0 for mostly-zero scores."""
     if scores.min() >= 0 and 2 * np.count_nonzero(scores) < scores.size:
-        floor = 0.0  # mostly zeros (BM25, PageRank mass): the median is 0, no need to sort
-    else:
-        floor = _median(scores)
+        return 0.0  # mostly zeros (BM25, PageRank mass): the median is 0, no need to sort
+    return _median(scores)
+
+
+def rescale(scores: np.ndarray, floor: float, top: float) -> np.ndarray:
+    """``clip((S − floor) / (top − floor), 0, 1)``: ``normalize`` with its constants given, for
+    scores known only on a subset of units whose distribution was estimated elsewhere."""
+    scores = np.asarray(scores, dtype=np.float64)
     if top <= floor:
         return np.zeros_like(scores)
     return np.clip((scores - floor) / (top - floor), 0.0, 1.0)
@@ -57,6 +66,11 @@ def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if k * 4 >= scores.size:
         return np.lexsort((np.arange(scores.size), -scores))[:k]
+    positive = np.flatnonzero(scores > 0)
+    if k <= positive.size < scores.size // 2:
+        # Mostly-zero scores (a large scope scores only its candidates): the k best are all
+        # positive, and the positives keep index order, so selecting among them is the same.
+        return positive[top_indices(scores[positive], k)]
     # Partial selection (O(n)); ties at the cut are settled by index, so the result equals
     # the full sort's prefix.
     cut = np.partition(scores, scores.size - k)[scores.size - k]

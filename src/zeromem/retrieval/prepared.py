@@ -29,6 +29,8 @@ class PreparedScope:
     turn_text: list[str]  # verbatim trace text per turn node
     turn_lower: list[str]  # text plus attachment captions, lower-cased once for substring tests
     turn_speaker: list[str | None]
+    turn_session_name: np.ndarray  # object array: each turn's session (for filters)
+    turn_time: np.ndarray  # object array: each turn's ISO time (event, else session, else recorded)
     question_like: np.ndarray
     turn_dates: list[list[tuple[dt.date, dt.date]]]  # session date and dates it mentions
     annotations: dict[int, list[TimeSpan]]  # resolved relative expressions per turn node
@@ -78,8 +80,10 @@ def prepare(snap: ScopeSnapshot, alias: dict[str, str]) -> PreparedScope:
     strength = _title_strength(hier.sessions, titles)
     turn_terms = [frozenset(snap.tokens[int(u)]) for u in turns]
     term_df = Counter(term for terms in turn_terms for term in terms)
+    session_names = np.asarray([t.session for t in traces], dtype=object)
+    times = np.asarray([t.event_time or t.session_time or t.recorded_at for t in traces], dtype=object)
     return PreparedScope(snap, graph, hier, speakers, rowids, texts, searchable,
-                         speakers_per_turn,
+                         speakers_per_turn, session_names, times,
                          question_like, turn_dates, annotations, supersession(assertions, order),
                          titles, strength, _titled_turns(graph, hier, titles), turn_terms, dict(term_df))
 

@@ -18,7 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..indexes.snapshot import ScopeSnapshot
-from .ppr import personalized_pagerank, row_normalize
+from .csr import group_by_row
+from .ppr import dangling_nodes, personalized_pagerank, push_pagerank, row_normalize
 
 ADJACENCY_WEIGHT = 0.3
 DENSE_ALIGN_MIN_COS = 0.55
@@ -27,6 +28,10 @@ MAX_NGRAM = 4
 SEED_MASS_RATIO = 1.0
 PPR_TOL = 1e-5  # scores are normalized by their maximum afterwards; finer changes no ranking
 PPR_MAX_ITER = 30  # γ = 0.6: the error after 30 steps is below 0.6³⁰ ≈ 2e-7
+# Forward push on large scopes: a turn's mass is at most ε·deg (deg ≤ ~2) below the exact one,
+# and the scores are divided by their maximum (~4e-2: the seed turns), so the normalized error
+# stays below 1e-3 (measured at 100k turns: 3e-4; docs/decisions.md).
+PPR_PUSH_EPSILON = 1e-5
 
 
 _GENERIC_HEADS = frozenset("""day days week weeks month months year years time times thing things
@@ -72,13 +77,18 @@ class EntityGraph:
     transition: sp.csr_matrix
     unit_entities: list[list[int]]  # per turn node: entity ids
     entity_df: np.ndarray  # number of turns mentioning each entity
-    entity_turns: list[list[int]]  # per entity: the turn nodes that mention it
+    entity_turn_ptr: np.ndarray  # entity j is mentioned by turn nodes ...
+    entity_turn_nodes: np.ndarray  # ... entity_turn_nodes[entity_turn_ptr[j]:entity_turn_ptr[j + 1]]
     alias: dict[str, str]
+    degree: np.ndarray  # weighted degree of every node (turns, then entities), for push PPR
     transposed: sp.csr_matrix | None = None  # Pᵀ, computed once for all queries
+    dangling: np.ndarray | None = None  # nodes without edges, computed once for all queries
 
     def __post_init__(self) -> None:
         if self.transposed is None:
             self.transposed = self.transition.T.tocsr()
+        if self.dangling is None:
+            self.dangling = dangling_nodes(self.transition)
 
     @property
     def n_turns(self) -> int:
@@ -127,12 +137,13 @@ def build_graph(snap: ScopeSnapshot, alias: dict[str, str] | None = None) -> Ent
             vals += [ADJACENCY_WEIGHT, ADJACENCY_WEIGHT]
     size = n_t + n_e
     adjacency = sp.csr_matrix((vals, (rows, cols)), shape=(size, size))
-    entity_turns: list[list[int]] = [[] for _ in range(n_e)]
-    for node, ents in enumerate(unit_entities):
-        for j in ents:
-            entity_turns[j].append(node)
+    mention_node = [node for node, ents in enumerate(unit_entities) for _ in ents]
+    mention_entity = [j for ents in unit_entities for j in ents]
+    entity_turn_ptr, entity_turn_nodes = group_by_row(np.asarray(mention_entity, dtype=np.int64),
+                                                      np.asarray(mention_node, dtype=np.int64), n_e)
     return EntityGraph(turns, entities, entity_index, row_normalize(adjacency), unit_entities,
-                       df, entity_turns, alias)
+                       df, entity_turn_ptr, entity_turn_nodes, alias,
+                       np.asarray(adjacency.sum(axis=1)).ravel())
 
 
 def align_entities(graph: EntityGraph, query_ngrams: list[str], query_vec: np.ndarray | None,
@@ -157,11 +168,12 @@ def align_entities(graph: EntityGraph, query_ngrams: list[str], query_vec: np.nd
 
 
 def graph_scores(graph: EntityGraph, aligned: dict[int, float], seed_turns: dict[int, float],
-                 *, damping: float) -> np.ndarray:
+                 *, damping: float, local: bool = False) -> np.ndarray:
     """PPR mass on every turn node, restarting from aligned entities and seed turns.
 
     Entity restart mass is weighted by inverse document frequency so that an entity named in
-    every turn (a speaker's own name) does not drown the rare, discriminative ones.
+    every turn (a speaker's own name) does not drown the rare, discriminative ones. ``local``
+    approximates the mass by forward push, whose cost does not grow with the graph.
     """
     n_t, n_e = graph.n_turns, len(graph.entities)
     restart = np.zeros(n_t + n_e)
@@ -176,8 +188,13 @@ def graph_scores(graph: EntityGraph, aligned: dict[int, float], seed_turns: dict
         restart += seeds
     if restart.sum() <= 0:
         return np.zeros(n_t)
-    pi = personalized_pagerank(graph.transition, restart, damping=damping, tol=PPR_TOL, max_iter=PPR_MAX_ITER,
-                               transposed=graph.transposed)
+    if local:
+        pi = push_pagerank(graph.transition, restart, degree=graph.degree, damping=damping,
+                           epsilon=PPR_PUSH_EPSILON)
+    else:
+        pi = personalized_pagerank(graph.transition, restart, damping=damping, tol=PPR_TOL,
+                                   max_iter=PPR_MAX_ITER, transposed=graph.transposed,
+                                   dangling=graph.dangling)
     return pi[:n_t]
 
 

@@ -8,11 +8,13 @@ multiplied by its structural compatibility with the query (subject, time, bounda
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..indexes.snapshot import ScopeSnapshot
+from .csr import group_by_row, row_slices
 
 LEVEL_WEIGHTS = {"turn": 1.0, "span": 0.5, "window": 0.6, "episode": 0.3}
 
@@ -26,6 +28,14 @@ class Hierarchy:
     span_turn: np.ndarray  # turn node of each span (span-level order)
     member_turn: np.ndarray  # window membership as parallel arrays: turn node ...
     member_window: np.ndarray  # ... and the window (window-level order) that contains it
+    # The same links grouped by turn, for lifting onto a few turns: turn i's spans are
+    # spans_by_turn[span_ptr[i]:span_ptr[i + 1]], its windows likewise.
+    span_ptr: np.ndarray
+    spans_by_turn: np.ndarray
+    window_ptr: np.ndarray
+    windows_by_turn: np.ndarray
+    window_turn_ptr: np.ndarray  # and the other way: window j covers turns_by_window[...]
+    turns_by_window: np.ndarray
 
     @property
     def n_turns(self) -> int:
@@ -51,8 +61,15 @@ def build_hierarchy(snap: ScopeSnapshot) -> Hierarchy:
             if rowid in node_of_rowid:
                 rows.append(node_of_rowid[rowid])
                 cols.append(j)
-    return Hierarchy(turns, turn_session, sessions, episode_of_session, span_turn,
-                     np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))
+    member_turn, member_window = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+    spanned = np.flatnonzero(span_turn >= 0)
+    span_ptr, spans_by_turn = group_by_row(span_turn[spanned], spanned, len(turns))
+    window_ptr, windows_by_turn = group_by_row(member_turn, member_window, len(turns))
+    window_turn_ptr, turns_by_window = group_by_row(member_window, member_turn,
+                                                    len(snap.units_of("window")))
+    return Hierarchy(turns, turn_session, sessions, episode_of_session, span_turn, member_turn,
+                     member_window, span_ptr, spans_by_turn, window_ptr, windows_by_turn,
+                     window_turn_ptr, turns_by_window)
 
 
 def lift_to_turns(hier: Hierarchy, level_scores: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -77,6 +94,31 @@ def lift_to_turns(hier: Hierarchy, level_scores: dict[str, np.ndarray]) -> dict[
         out["episode"] = per_session[hier.turn_session]
     else:
         out["episode"] = np.zeros(n)
+    return out
+
+
+def lift_onto(hier: Hierarchy, nodes: np.ndarray,
+              level_scores: Callable[[str, np.ndarray], np.ndarray]) -> dict[str, np.ndarray]:
+    """``lift_to_turns`` for the given turns only, aligned with ``nodes``.
+
+    ``level_scores(level, units)`` returns that level's normalized scores for just the listed
+    units (indices in level order), so a level is scored only on the units that touch a node.
+    """
+    out = {"turn": np.asarray(level_scores("turn", nodes), dtype=np.float64)}
+    for level, ptr, units in (("span", hier.span_ptr, hier.spans_by_turn),
+                              ("window", hier.window_ptr, hier.windows_by_turn)):
+        positions, counts = row_slices(ptr, nodes)
+        lifted = np.zeros(len(nodes))
+        if positions.size:
+            np.maximum.at(lifted, np.repeat(np.arange(len(nodes)), counts),
+                          level_scores(level, units[positions]))
+        out[level] = lifted
+    episodes = hier.episode_of_session[hier.turn_session[nodes]]
+    lifted = np.zeros(len(nodes))
+    has_episode = episodes >= 0
+    if has_episode.any():
+        lifted[has_episode] = level_scores("episode", episodes[has_episode])
+    out["episode"] = lifted
     return out
 
 
