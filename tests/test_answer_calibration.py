@@ -1,4 +1,4 @@
-from zeromem.reader.answer_calibration import calibrate_answer
+from zeromem.retrieval.answer_calibration import calibrate_answer
 from zeromem.types import Evidence, Provenance
 
 

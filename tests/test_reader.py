@@ -169,3 +169,22 @@ def test_prompt_carries_context_question_and_the_locomo_abstention_phrase():
     assert messages[1]["content"].rstrip().endswith("Short answer:")
     with pytest.raises(ValueError):
         build_messages("  ", "ctx")
+
+
+def test_memory_answer_calls_the_reader_once_and_calibrates_against_its_evidence(server, mem):
+    mem.add_many([
+        {"text": "I went to the support group yesterday.", "speaker": "Ana", "session": "s1",
+         "session_time": "1:56 pm on 8 May, 2023"},
+        {"text": "I have three kids.", "speaker": "Ana", "session": "s2", "session_time": "2 June 2023"},
+    ])
+    reader = OpenAICompatReader(server.url, "m")
+    before = usage().calls
+    server.replies.append((200, _completion("yesterday")))
+    out = mem.answer("When did Ana go to the support group?", reader, k=2)
+    assert usage().calls == before + 1  # the one LLM call
+    assert out.reader.text == "yesterday" and out.text == "7 May 2023"
+    assert out.calibration.grounded and out.calibration.answer_type == "date"
+    assert set(out.calibration.support) <= {ev.trace_ids[0] for ev in out.context.evidence}
+    server.replies.append((200, _completion("three")))
+    raw = mem.answer("How many kids does Ana have?", reader, calibrate=False)
+    assert raw.text == "three" and raw.calibration is None

@@ -3,10 +3,11 @@
 from .config import Config, EncoderConfig, RetrievalConfig
 from .errors import InvalidInput, ModelUnavailable, NotFound, StoreError, ZeromemError
 from .memory import Memory
+from .retrieval.answer_calibration import Answer
 from .types import Evidence, HistoryEvent, Provenance, Scope, Trace
 
 __all__ = [
-    "Memory", "Trace", "Evidence", "Provenance", "HistoryEvent", "Scope",
+    "Memory", "Trace", "Evidence", "Provenance", "HistoryEvent", "Scope", "Answer",
     "Config", "EncoderConfig", "RetrievalConfig",
     "ZeromemError", "InvalidInput", "NotFound", "StoreError", "ModelUnavailable",
 ]

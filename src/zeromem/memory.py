@@ -11,6 +11,7 @@ from .encoders.bundle import Encoders
 from .errors import InvalidInput
 from .indexes.indexer import Indexer, RefreshReport
 from .ingest import check_conversations, load_file
+from .retrieval.answer_calibration import Answer, calibrate_answer
 from .retrieval.engine import SearchResult
 from .retrieval.render import RenderedContext
 from .retrieval.service import Retriever
@@ -182,12 +183,21 @@ class Memory:
         return self.retriever.render(self._scope(user, agent), evidence, budget_tokens)
 
     def answer(self, query: str, reader: Any, *, k: int = 10, budget_tokens: int | None = 2000,
-               user: str | None = _UNSET, agent: str | None = _UNSET) -> Any:
-        """The one LLM call of the loop: ``reader.answer(query, context)`` on rendered evidence."""
+               calibrate: bool = True, user: str | None = _UNSET, agent: str | None = _UNSET) -> Answer:
+        """The one LLM call of the loop: ``reader.answer(query, context)`` on rendered evidence,
+        then deterministic answer calibration (SPEC §2.5) against that same evidence: grounded
+        or not, which traces support it, normalized to the question's answer type."""
         if not hasattr(reader, "answer"):
             raise InvalidInput("reader must have an answer(question, context) method; see zeromem.reader")
         context = self.render_context(query, k=k, budget_tokens=budget_tokens, user=user, agent=agent)
-        return reader.answer(query, context)
+        reply = reader.answer(query, context)
+        raw = getattr(reply, "text", reply)
+        if not isinstance(raw, str):
+            raise InvalidInput(f"reader.answer must return text or an object with .text, got {type(reply).__name__}")
+        if not calibrate:
+            return Answer(raw, reply, None, context)
+        calibrated = calibrate_answer(raw, query, list(context.evidence))
+        return Answer(calibrated.text, reply, calibrated, context)
 
 
 def _to_draft(item: Any, index: int) -> TraceDraft:

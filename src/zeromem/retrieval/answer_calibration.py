@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..encoders.timexpr import NUMBER_WORDS, parse_absolute, parse_anchor, resolve_relative
-from ..retrieval.profile import answer_type
 from ..types import Evidence
+from .profile import answer_type
 
 GROUNDED_SHARE = 0.5
 _WORD = re.compile(r"[a-z0-9]+")
@@ -98,3 +99,13 @@ def _number_words_to_digits(text: str) -> str:
         return str(value) if value is not None else m.group(0)
     return re.sub(r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b", swap, text,
                   flags=re.I)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What ``Memory.answer`` returns: the calibrated answer and everything behind it."""
+
+    text: str  # the calibrated answer (the reader's own words when calibration is off)
+    reader: Any  # the reader's ReaderAnswer: raw text, model, prompt/completion tokens
+    calibration: CalibratedAnswer | None  # grounding, answer type, supporting trace ids
+    context: Any  # the RenderedContext the reader saw (its evidence carries the provenance)
