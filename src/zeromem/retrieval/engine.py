@@ -30,7 +30,7 @@ from .select import query_term_weights, select_evidence
 from .turn_scores import LEXICAL_SHARE, score_candidate_turns, score_every_turn
 
 REFINE_SHARE = 0.25  # within the graph view: lexical refinement vs PPR
-REFINE_SHORTLIST = 200
+REFINE_SHORTLIST = 100
 # Aggregation questions ("What activities does X do?") name a category, not the words of its
 # members (pottery, camping): the dense score leads, and their evidence is spread over sessions.
 AGGREGATE_LEXICAL_SHARE = 0.35
@@ -217,9 +217,9 @@ def _lexical_refinement(query: str, lowered_texts: list[str], nodes: np.ndarray)
     out = np.zeros(len(lowered_texts))
     if not terms:
         return out
-    for i in nodes:
-        low = lowered_texts[i]
-        out[i] = sum(1 for t in terms if t in low) / len(terms)
+    nodes = np.asarray(nodes, dtype=np.int64)
+    hits = [sum(t in lowered_texts[i] for t in terms) for i in nodes.tolist()]
+    out[nodes] = np.asarray(hits, dtype=np.float64) / len(terms)
     return out
 
 

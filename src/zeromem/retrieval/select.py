@@ -14,6 +14,8 @@ that covers what is still missing. With ``λ = 0`` and ``δ = 1`` this is a plai
 
 from __future__ import annotations
 
+import heapq
+from collections import Counter
 from typing import Sequence
 
 import numpy as np
@@ -32,26 +34,42 @@ def select_evidence(candidates: dict[int, tuple[float, str]], session: np.ndarra
     cover = coverage_gain > 0 and total > 0 and turn_terms is not None
     if diversity == 1.0 and not cover:  # plain ranking: one sort
         return sorted(candidates.items(), key=lambda item: (-item[1][0], item[0]))[:budget]
-    nodes = np.asarray(sorted(candidates), dtype=np.int64)  # ascending: ties go to the lower node
-    base = np.asarray([candidates[int(node)][0] for node in nodes])
-    node_session = np.asarray(session)[nodes]
-    terms = list(weights)
-    has_term = (np.asarray([[t in turn_terms[int(node)] for t in terms] for node in nodes], dtype=np.float64)
-                if cover else np.zeros((len(nodes), 0)))
-    missing = np.asarray([weights[t] for t in terms]) / total if cover else np.zeros(0)
-    discount = np.ones(len(nodes))
-    open_ = np.ones(len(nodes), dtype=bool)
+    # Lazy greedy: an effective score never grows as the selection grows (sessions fill up,
+    # terms get covered), so a stale score is an upper bound and only the top of the heap
+    # needs recomputing — the same picks as recomputing every candidate at every step.
+    # Query terms as bits: a turn's coverage and the still-missing terms are ints, and each
+    # set of terms is summed once, in query order (a fixed float order: same input, same picks).
+    term_weights = list(weights.values())
+    covers = {node: sum(1 << i for i, t in enumerate(weights) if t in turn_terms[node]) if cover else 0
+              for node in candidates}
+    gain_of: dict[int, float] = {}
+    missing = (1 << len(term_weights)) - 1
+    taken: Counter = Counter()
+    session_of = dict(zip(candidates, np.asarray(session)[list(candidates)].tolist()))
+
+    def effective(node: int) -> float:
+        score = candidates[node][0]
+        if diversity != 1.0:
+            score *= diversity ** taken[session_of[node]]
+        bits = covers[node] & missing
+        if bits:
+            if bits not in gain_of:
+                gain_of[bits] = coverage_gain * sum(w for i, w in enumerate(term_weights) if bits >> i & 1) / total
+            score += gain_of[bits]
+        return score
+
+    heap = [(-effective(node), node) for node in candidates]
+    heapq.heapify(heap)
     out: list[tuple[int, tuple[float, str]]] = []
-    while len(out) < min(budget, len(nodes)):
-        effective = base * discount + coverage_gain * (has_term @ missing)
-        effective[~open_] = -np.inf
-        best = int(np.argmax(effective))  # first maximum = lowest node among equals
-        node = int(nodes[best])
+    while heap and len(out) < budget:
+        _, node = heapq.heappop(heap)
+        current = (-effective(node), node)
+        if heap and current > heap[0]:
+            heapq.heappush(heap, current)  # fell behind a stale bound: look again
+            continue
         out.append((node, candidates[node]))
-        open_[best] = False
-        discount[node_session == node_session[best]] *= diversity
-        if cover:
-            missing = missing * (1.0 - has_term[best])
+        taken[session_of[node]] += 1
+        missing &= ~covers[node]
     return out
 
 
