@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..indexes.units import LEVELS
 from ..views.csr import row_slices
 from ..views.graph import graph_scores
 from ..views.hierarchy import lift_onto, lift_to_turns
@@ -31,7 +32,6 @@ from .prepared import PreparedScope
 
 LEXICAL_SHARE = 0.5  # within a level: BM25 vs dense
 SEED_TURNS = 5
-LEVELS = ("turn", "span", "window", "episode")
 
 
 @dataclass
