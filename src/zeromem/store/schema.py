@@ -114,6 +114,37 @@ MIGRATIONS: list[str] = [
     INSERT OR IGNORE INTO dirty_sessions
         SELECT DISTINCT user_key, agent_key, session FROM traces WHERE attachments != '[]'
     """,
+    # v4: streaming. Every derivation of a session records the scope version it happened at
+    # (session_changes), so a process holding an in-memory index reads only the sessions that
+    # changed since its version; reset_version marks a wipe (delete_scope, reindex) after which
+    # an in-memory index must be rebuilt whole. store_meta keeps per-file facts (the embedder
+    # fingerprint); scope_snapshots holds persisted in-memory indexes (derived, disposable).
+    """
+    ALTER TABLE scope_versions ADD COLUMN reset_version INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE session_changes (
+        user_key TEXT NOT NULL,
+        agent_key TEXT NOT NULL,
+        session TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        PRIMARY KEY (user_key, agent_key, session)
+    );
+    CREATE INDEX session_changes_version ON session_changes(user_key, agent_key, version);
+    CREATE TABLE store_meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    CREATE TABLE scope_snapshots (
+        user_key TEXT NOT NULL,
+        agent_key TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        format INTEGER NOT NULL,
+        blob BLOB NOT NULL,
+        PRIMARY KEY (user_key, agent_key)
+    );
+    INSERT OR IGNORE INTO session_changes
+        SELECT DISTINCT u.user_key, u.agent_key, u.session, COALESCE(v.version, 0)
+        FROM units u LEFT JOIN scope_versions v ON v.user_key = u.user_key AND v.agent_key = u.agent_key
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
