@@ -48,6 +48,35 @@ BAD_CALLS = {
     "list with a negative limit": (lambda m, t: m.list(limit=-1), InvalidInput, "limit"),
     "list with a negative offset": (lambda m, t: m.list(offset=-1), InvalidInput, "offset"),
     "list with a bad since": (lambda m, t: m.list(since="someday"), InvalidInput, "since"),
+    # Values that pass a shallow check but that no backend can store (issue 9).
+    "seq beyond 64 bits": (lambda m, t: m.add("ok", seq=2**63), InvalidInput, "seq"),
+    "seq beyond 64 bits late in a batch": (
+        lambda m, t: m.add_many([{"text": "ok"}, {"text": "ok", "seq": 2**64}]), InvalidInput, "trace #1: seq"),
+    "lone surrogate in a nested metadata value": (
+        lambda m, t: m.add("ok", metadata={"a": ["x", {"b": "\ud800"}]}), InvalidInput,
+        "metadata['a'][1]['b'] contains a lone surrogate"),
+    "lone surrogate in a metadata key": (lambda m, t: m.add("ok", metadata={"\udc00": 1}),
+                                         InvalidInput, "surrogate"),
+    "metadata int beyond 64 bits": (lambda m, t: m.add("ok", metadata={"n": 2**63}),
+                                    InvalidInput, "metadata['n'] = 9223372036854775808 is outside"),
+    "seq of 5000 digits": (lambda m, t: m.add("ok", seq=10**5000), InvalidInput, "an int of 16610 bits"),
+    "metadata int of 5000 digits": (lambda m, t: m.add("ok", metadata={"n": -(10**5000)}),
+                                    InvalidInput, "an int of 16610 bits"),
+    "metadata int below -2**63": (lambda m, t: m.add("ok", metadata={"n": [-(2**63) - 1]}),
+                                  InvalidInput, "64-bit"),
+    "nested non-string metadata key": (lambda m, t: m.add("ok", metadata={"a": {1: "x"}}),
+                                       InvalidInput, "keys must be strings"),
+    "nested infinite metadata float": (lambda m, t: m.add("ok", metadata={"a": [float("inf")]}),
+                                       InvalidInput, "JSON"),
+    "lone surrogate in user": (lambda m, t: m.add("ok", user="\ud800"), InvalidInput, "user contains"),
+    "lone surrogate in agent": (lambda m, t: m.add("ok", agent="a\udfff"), InvalidInput, "agent"),
+    "lone surrogate in speaker": (lambda m, t: m.add("ok", speaker="\ud800"), InvalidInput, "speaker"),
+    "update with a surrogate in metadata": (lambda m, t: m.update(t, metadata={"x": "\ud800"}),
+                                            InvalidInput, "surrogate"),
+    "list with a limit beyond 64 bits": (lambda m, t: m.list(limit=2**63), InvalidInput, "limit"),
+    "list filter beyond 64 bits": (lambda m, t: m.list(metadata={"n": 2**64}), InvalidInput, "64-bit"),
+    "list filter with a surrogate": (lambda m, t: m.list(metadata={"n": "\ud800"}), InvalidInput,
+                                     "surrogate"),
 }
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from zeromem import Memory
+from zeromem.config import Config
 
 SENTENCES = [
     "I adopted a grey cat named Biscuit.", "We moved to Denver in June.", "My sister plays the cello.",
@@ -89,11 +92,11 @@ def test_deleted_and_updated_away_text_leaves_every_index(tmp_path):
 
 def test_nothing_is_re_encoded_after_a_restart(tmp_path):
     path = tmp_path / "restart.db"
-    with Memory(path) as memory:
+    with Memory(path, config=Config(index_on_write=False)) as memory:
         memory.add_many([{"text": s, "session": "s1", "speaker": "Ana"} for s in SENTENCES])
         first = memory.index()
         assert first.encoded_texts > 0
-    with Memory(path) as memory:
+    with Memory(path, config=Config(index_on_write=False)) as memory:
         memory.add("One more line about chess.", session="s2", speaker="Ana")
         second = memory.index()
         assert second.sessions == 1 and second.encoded_texts <= 3  # the new turn (+ new entities)
@@ -106,6 +109,13 @@ def test_window_and_episode_tokens_are_the_tokens_of_their_text(tmp_path):
     with Memory(tmp_path / "m.db") as memory:
         memory.add_many([{"text": text, "session": f"s{i % 2}", "speaker": "Ana" if i % 3 else "Bo"}
                          for i, text in enumerate(SENTENCES + ["我昨天去了北京大学。", "Café ﬁsh 2,000!"])])
-        snap = memory.retriever.prepared(memory.scope).snap
-    assert snap.units_of("window").size and snap.units_of("episode").size
-    assert all(snap.tokens[i] == tokenize(snap.text[i]) for i in range(snap.size))
+        index = memory.retriever.prepared(memory.scope).index
+        rows = memory.store.read("SELECT level, position, text, text_hash, trace_rowids FROM units")
+    terms = index.vocabulary.terms
+    checked = 0
+    for level, position, text, text_hash, rowids in rows:
+        key = (position, text_hash, tuple(json.loads(rowids)))
+        slot = index.levels[level].key.index(key)
+        assert [terms[t] for t in index.levels[level].tokens[slot].tolist()] == tokenize(text)
+        checked += level in ("window", "episode")
+    assert checked

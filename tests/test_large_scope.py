@@ -68,7 +68,7 @@ def test_lifting_onto_some_turns_equals_lifting_onto_all(example):
     with _memory(path, large=False) as memory:
         prep = memory.retriever.prepared(memory.scope)
     rng = np.random.default_rng(0)
-    scores = {level: rng.random(len(prep.snap.units_of(level))) for level in ("turn", "span", "window", "episode")}
+    scores = {level: rng.random(prep.index.levels[level].size) for level in ("turn", "span", "window", "episode")}
     nodes = np.sort(rng.choice(prep.n_turns, size=prep.n_turns // 3, replace=False))
     every = lift_to_turns(prep.hier, scores)
     some = lift_onto(prep.hier, nodes, lambda level, units: scores[level][units])

@@ -1,7 +1,14 @@
 """zeromem: a memory layer for LLM agents with zero LLM calls in every memory operation."""
 
 from .config import Config, EncoderConfig, RetrievalConfig
-from .errors import InvalidInput, ModelUnavailable, NotFound, StoreError, ZeromemError
+from .errors import (
+                     EmbedderMismatch,
+                     InvalidInput,
+                     ModelUnavailable,
+                     NotFound,
+                     StoreError,
+                     ZeromemError,
+)
 from .memory import Memory
 from .retrieval.answer_calibration import Answer
 from .types import Evidence, HistoryEvent, Provenance, Scope, Trace
@@ -10,5 +17,6 @@ __all__ = [
     "Memory", "Trace", "Evidence", "Provenance", "HistoryEvent", "Scope", "Answer",
     "Config", "EncoderConfig", "RetrievalConfig",
     "ZeromemError", "InvalidInput", "NotFound", "StoreError", "ModelUnavailable",
+    "EmbedderMismatch",
 ]
 __version__ = "0.1.0"

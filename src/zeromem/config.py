@@ -54,3 +54,6 @@ class Config:
     encoders: EncoderConfig = field(default_factory=EncoderConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     max_text_chars: int = 100_000
+    # Derive (encode, index) what a write touched right after it commits, so the next search
+    # only applies it. False: writes store traces only; the next index() or search() derives.
+    index_on_write: bool = True

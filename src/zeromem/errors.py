@@ -26,3 +26,11 @@ class ModelUnavailable(ZeromemError):
 
 class LLMForbidden(ZeromemError):
     """A memory operation tried to reach a language model (only the reader may)."""
+
+
+class EmbedderMismatch(StoreError):
+    """A scope's stored vectors were made by another embedder than the one configured now.
+
+    Mixing them would make every cosine meaningless (or fail on the dimension); the message
+    names both embedders and says to run ``zeromem reindex`` for that scope.
+    """

@@ -3,6 +3,7 @@ the engine retrieves. It holds no logic of its own beyond argument plumbing."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -15,10 +16,11 @@ from .retrieval.answer_calibration import Answer, calibrate_answer
 from .retrieval.engine import SearchResult
 from .retrieval.render import RenderedContext
 from .retrieval.service import Retriever
-from .store import TraceDraft, TraceStore
+from .store import TraceDraft, open_store
 from .types import Evidence, HistoryEvent, Scope, Trace
 
 _UNSET: Any = object()
+_log = logging.getLogger("zeromem")
 _DRAFT_FIELDS = set(TraceDraft.__slots__)
 
 
@@ -34,7 +36,7 @@ class Memory:
     def __init__(self, path: str | Path | None = None, *, user: str | None = None,
                  agent: str | None = None, config: Config | None = None) -> None:
         self.config = config or Config()
-        self.store = TraceStore(path if path is not None else default_db_path(),
+        self.store = open_store(path if path is not None else default_db_path(),
                                 max_text_chars=self.config.max_text_chars)
         self.scope = Scope(user, agent)
         self.encoders = Encoders(self.config.encoders)
@@ -42,7 +44,6 @@ class Memory:
         self.indexer = Indexer(self.store, lambda: self.encoders, window_turns=retrieval.window_turns,
                                stride=retrieval.window_stride)
         self.retriever = Retriever(self.store, self.indexer, self.encoders, retrieval)
-        self.last_result: SearchResult | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
     @property
@@ -72,7 +73,10 @@ class Memory:
         draft = TraceDraft(text=text, session=session, speaker=speaker, role=role,
                            session_time=session_time, event_time=event_time, seq=seq,
                            source_id=source_id, metadata=metadata, attachments=attachments)
-        return self.store.add_many([draft], self._scope(user, agent))[0]
+        scope = self._scope(user, agent)
+        tid = self.store.add_many([draft], scope)[0]
+        self._derive(scope)
+        return tid
 
     def add_many(self, traces: Iterable[Mapping[str, Any] | TraceDraft], *,
                  user: str | None = _UNSET, agent: str | None = _UNSET) -> list[str]:
@@ -80,30 +84,44 @@ class Memory:
         if isinstance(traces, (str, bytes, Mapping)):
             raise InvalidInput("add_many takes a list of traces (dicts with at least 'text')")
         drafts = [_to_draft(item, index) for index, item in enumerate(traces)]
-        return self.store.add_many(drafts, self._scope(user, agent))
+        scope = self._scope(user, agent)
+        ids = self.store.add_many(drafts, scope)
+        self._derive(scope)
+        return ids
 
     def import_file(self, path: str | Path, *, format: str | None = None,
                     user: str | None = _UNSET, agent: str | None = _UNSET) -> dict[str, list[str]]:
         """Import a LoCoMo, OpenAI-chat or JSONL file; returns {conversation name: trace ids}.
 
-        Every trace of every conversation is checked before the first one is stored, so a bad
-        file stores nothing. All conversations land in one scope; give each its own ``user``
-        by calling ``zeromem.ingest.load_file`` and ``add_many`` yourself.
+        Every trace of every conversation is checked before the first one is stored, and all
+        of them are stored in one transaction, so a bad file stores nothing. All conversations
+        land in one scope; give each its own ``user`` by calling ``zeromem.ingest.load_file``
+        and ``add_many`` yourself.
         """
         conversations = load_file(path, format=format)
         check_conversations(conversations, self.store)
-        return {conv.name: self.add_many(conv.drafts, user=user, agent=agent)
-                for conv in conversations}
+        scope = self._scope(user, agent)
+        batches = [([_to_draft(item, index) for index, item in enumerate(conv.drafts)], scope)
+                   for conv in conversations]
+        ids = self.store.add_batches(batches)  # one transaction: the whole file or nothing
+        self._derive(scope)
+        return {conv.name: conv_ids for conv, conv_ids in zip(conversations, ids)}
 
     def update(self, trace_id: str, *, text: str | None = None,
                metadata: Mapping[str, Any] | None = None,
                user: str | None = _UNSET, agent: str | None = _UNSET) -> Trace:
         """Replace a trace's text and/or metadata; the old version stays in its history."""
-        return self.store.update(trace_id, self._scope(user, agent), text=text, metadata=metadata)
+        scope = self._scope(user, agent)
+        trace = self.store.update(trace_id, scope, text=text, metadata=metadata)
+        self._derive(scope)
+        return trace
 
     def delete(self, trace_id: str, *, user: str | None = _UNSET, agent: str | None = _UNSET) -> None:
-        """Delete one trace; it leaves every index at the next read."""
-        self.store.delete(trace_id, self._scope(user, agent))
+        """Delete one trace; it leaves every index at once (and every other process's
+        in-memory index at its next search)."""
+        scope = self._scope(user, agent)
+        self.store.delete(trace_id, scope)
+        self._derive(scope)
 
     def delete_scope(self, *, user: str | None = _UNSET, agent: str | None = _UNSET) -> int:
         """Delete everything stored for one (user, agent) scope, and only that scope."""
@@ -134,6 +152,20 @@ class Memory:
 
 
     # -- derived indexes ----------------------------------------------------------------
+    def _derive(self, scope: Scope) -> None:
+        """After a committed write: derive what it touched (``Config.index_on_write``).
+
+        The write is already stored; a failure here (no model installed, a crash in an
+        encoder) must not look like a failed write, so it is logged and the sessions stay
+        marked dirty: the next ``index()`` or ``search()`` derives them, or says what is wrong.
+        """
+        if not self.config.index_on_write:
+            return
+        try:
+            self.indexer.refresh(scope)
+        except Exception as exc:  # noqa: BLE001 - reported, and retried by the next search
+            _log.warning("zeromem: indexing after a write was deferred to the next search: %s", exc)
+
     def index(self, *, progress: bool = False, user: str | None = _UNSET,
               agent: str | None = _UNSET) -> RefreshReport:
         """Bring this scope's units, vectors and entity graph up to date with its traces."""
@@ -160,18 +192,8 @@ class Memory:
                         as_of: Any = None, filters: Mapping[str, Any] | None = None,
                         user: str | None = _UNSET, agent: str | None = _UNSET) -> SearchResult:
         """Like ``search`` but also returns the query profile, route, timings and no-answer score."""
-        result = self.retriever.search(self._scope(user, agent), query, k=k, session=session,
-                                       as_of=as_of, filters=dict(filters) if filters else None)
-        self.last_result = result
-        return result
-
-    @property
-    def last_timings(self) -> dict[str, float]:
-        return dict(self.last_result.timings) if self.last_result else {}
-
-    @property
-    def last_no_answer_score(self) -> float | None:
-        return self.last_result.no_answer_score if self.last_result else None
+        return self.retriever.search(self._scope(user, agent), query, k=k, session=session,
+                                     as_of=as_of, filters=dict(filters) if filters else None)
 
     def render_context(self, query: str, *, k: int = 10, budget_tokens: int | None = 2000,
                        session: str | None = None, as_of: Any = None,
@@ -180,7 +202,12 @@ class Memory:
         """The prompt block for ``query``: chronological evidence within ``budget_tokens``."""
         evidence = self.search(query, k=k, session=session, as_of=as_of, filters=filters,
                                user=user, agent=agent)
-        return self.retriever.render(self._scope(user, agent), evidence, budget_tokens)
+        return self.render(evidence, budget_tokens=budget_tokens, user=user, agent=agent)
+
+    def render(self, evidence: Iterable[Evidence], *, budget_tokens: int | None = 2000,
+               user: str | None = _UNSET, agent: str | None = _UNSET) -> RenderedContext:
+        """The prompt block for evidence already retrieved (e.g. by ``search_detailed``)."""
+        return self.retriever.render(self._scope(user, agent), list(evidence), budget_tokens)
 
     def answer(self, query: str, reader: Any, *, k: int = 10, budget_tokens: int | None = 2000,
                calibrate: bool = True, user: str | None = _UNSET, agent: str | None = _UNSET) -> Answer:

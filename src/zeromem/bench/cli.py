@@ -203,3 +203,65 @@ def encoders_command(
                      max_turns=max_turns, ingest=ingest)
     except (ZeromemError, FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
+
+
+@bench_app.command("stream")
+def stream_command(
+    data: Annotated[Path | None, typer.Option(
+        "--data", metavar="FILE", help="one LoCoMo conversation, replicated to pre-fill the "
+        "scope (default ../shared/data/locomo/30.json, as bench scale is run)")] = None,
+    stream_data: Annotated[Path | None, typer.Option(
+        "--stream-data", metavar="FILE", help="the LoCoMo conversation streamed turn by turn "
+        "(default: --data)")] = None,
+    sizes: Annotated[str, typer.Option("--sizes", help="pre-filled scope sizes in traces")] = "0,10000,100000",
+    turns: Annotated[int | None, typer.Option("--turns", min=1,
+                                              help="stream at most this many turns")] = None,
+    json_out: JsonOut = None,
+    cache_dir: Annotated[Path | None, typer.Option(
+        "--cache-dir", metavar="DIR", help="keep pre-filled files here (keyed by data file and "
+        "size) so a rerun skips the fill")] = None,
+    baseline_turns: Annotated[int | None, typer.Option(
+        "--baseline-turns", min=1, help="time the bm25s rebuild baseline on at most this many "
+        "turns (default: every streamed turn; ~2 s a turn at 100k traces)")] = None,
+    k: K = 10,
+    progress: Progress = True,
+) -> None:
+    """The agent loop: add a turn, search, search again, on a scope pre-filled with N traces."""
+    from .stream import BenchError, run
+
+    try:
+        parsed = [int(x) for x in sizes.split(",") if x.strip()]
+        run(data, stream_data, parsed, turns, json_out, cache_dir, k=k, progress=progress,
+            baseline_turns=baseline_turns)
+    except (ZeromemError, FileNotFoundError, ValueError, BenchError) as exc:
+        _fail(str(exc))
+    if json_out is not None:
+        typer.echo(f"wrote {json_out}")
+
+
+@bench_app.command("race")
+def race_command(
+    data: Annotated[Path | None, typer.Option(
+        "--data", metavar="FILE", help="one LoCoMo conversation: the scope, the questions and "
+        "the texts written (default ../shared/data/locomo/30.json)")] = None,
+    seconds: Annotated[float, typer.Option("--seconds", min=0.1, help="how long both run")] = 60.0,
+    seed: Annotated[int, typer.Option("--seed", help="seeds the writer's operation mix")] = 0,
+    pause_ms: Annotated[float, typer.Option("--write-pause-ms", min=0,
+                                            help="the writer's pause after each write")] = 5.0,
+    k: K = 10,
+    json_out: JsonOut = None,
+) -> None:
+    """One process searching, one adding/updating/deleting/reindexing the same scope; exit 1
+    on any exception or any search result that matches no committed version."""
+    from .race import failed, run
+    from .stream import default_data
+
+    try:
+        document = run(data if data is not None else default_data(), seconds, seed, k, json_out,
+                       pause_ms=pause_ms)
+    except (ZeromemError, FileNotFoundError, ValueError, RuntimeError) as exc:
+        _fail(str(exc))
+    if json_out is not None:
+        typer.echo(f"wrote {json_out}")
+    if failed(document):
+        raise typer.Exit(1)

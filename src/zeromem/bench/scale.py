@@ -63,9 +63,9 @@ def run(data: Path, sizes: Sequence[int] = (1000, 10000, 100000), queries: int =
             load_s = time.perf_counter() - t0
             totals, retrieval = [], []
             for question in tqdm(questions, desc=f"{size} traces", disable=not progress):
-                mem.search(question, k=10)
-                totals.append(mem.last_timings["total_ms"])
-                retrieval.append(mem.last_timings["retrieve_ms"])
+                timings = mem.search_detailed(question, k=10).timings
+                totals.append(timings["total_ms"])
+                retrieval.append(timings["retrieve_ms"])
             rows.append({
                 "traces": stored, "units": sum(mem.stats()["units"].values()),
                 "write_s": round(write_s, 2), "index_s": round(index_s, 2),

@@ -71,26 +71,14 @@ class ZeromemSystem:
     def query(self, corpus: str, question: str, k: int) -> QueryResult:
         mem = self._memories[corpus]
         start = time.perf_counter()
-        rendered: Any = None
-        if hasattr(mem, "render_context"):
-            rendered = mem.render_context(question, user=corpus, k=k)
-            context = rendered.text
-            # Score what search returned; the rendered block may show fewer items when they
-            # exceed its token budget, and that is measured by the context metrics instead.
-            searched = getattr(getattr(mem, "last_result", None), "evidence", None)
-            evidence = list(rendered.evidence if searched is None else searched)
-        else:
-            evidence = mem.search(question, user=corpus, k=k)
-            context = "\n".join(item.text for item in evidence)
-        total_ms = elapsed_ms(start)
-        encode_ms = None
-        timings = getattr(mem, "last_timings", None)
-        if isinstance(timings, dict) and "total_ms" in timings:
-            total_ms = float(timings["total_ms"])
-            encode_ms = float(timings["encode_ms"]) if "encode_ms" in timings else None
-        score = getattr(rendered, "no_answer_score", None)
-        if score is None:
-            score = getattr(mem, "last_no_answer_score", None)
+        result = mem.search_detailed(question, user=corpus, k=k)
+        # Score what search returned; the rendered block may show fewer items when they
+        # exceed its token budget, and that is measured by the context metrics instead.
+        evidence = list(result.evidence)
+        context = mem.render(evidence, user=corpus).text
+        total_ms = float(result.timings.get("total_ms", elapsed_ms(start)))
+        encode_ms = float(result.timings["encode_ms"]) if "encode_ms" in result.timings else None
+        score = result.no_answer_score
         groups = [[p.source_id or p.trace_id for p in item.provenance] for item in evidence]
         return QueryResult(groups, [item.text for item in evidence], context, total_ms, encode_ms,
                            None if score is None else float(score))

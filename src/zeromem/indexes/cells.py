@@ -24,24 +24,44 @@ ITERATIONS = 8
 
 
 class CellIndex:
-    """Cells over the rows of ``vectors`` (unit length, as ``DenseIndex`` keeps them)."""
+    """Cells over the rows of ``vectors`` (unit length, as ``DenseIndex`` keeps them).
 
-    def __init__(self, vectors: np.ndarray, rows_per_cell: int = ROWS_PER_CELL) -> None:
+    ``rows`` names the rows (slot numbers) the vectors belong to (default 0..n-1). Rows
+    assigned later (``assign``) join the cell of their nearest centroid; a probe may return a
+    row more than once or a row since cleared — callers filter and re-score exactly.
+    """
+
+    def __init__(self, vectors: np.ndarray, rows_per_cell: int = ROWS_PER_CELL,
+                 rows: np.ndarray | None = None) -> None:
         n = len(vectors)
+        names = np.arange(n, dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
         with threadpool_limits(limits=1, user_api="blas"):
             self.centroids = _kmeans(vectors, max(1, n // rows_per_cell))
             cell = np.empty(n, dtype=np.int64)
             for start in range(0, n, TRAIN_SAMPLE):  # in blocks: one (block × cells) product
                 cell[start:start + TRAIN_SAMPLE] = np.argmax(
                     vectors[start:start + TRAIN_SAMPLE] @ self.centroids.T, axis=1)
-        self.rows = np.argsort(cell, kind="stable")
-        self.ptr = np.searchsorted(cell[self.rows], np.arange(len(self.centroids) + 1))
+        order = np.argsort(cell, kind="stable")
+        self.rows = names[order]
+        self.ptr = np.searchsorted(cell[order], np.arange(len(self.centroids) + 1))
+        self._extra: dict[int, list[int]] = {}
+
+    def assign(self, rows: np.ndarray, vectors: np.ndarray) -> None:
+        """Rows written after the build join the cell of their nearest centroid."""
+        if not len(rows):
+            return
+        with threadpool_limits(limits=1, user_api="blas"):
+            cells = np.argmax(np.asarray(vectors, dtype=np.float32) @ self.centroids.T, axis=1)
+        for row, cell in zip(np.asarray(rows).tolist(), cells.tolist()):
+            self._extra.setdefault(cell, []).append(row)
 
     def probe(self, q: np.ndarray, probes: int = PROBES) -> np.ndarray:
-        """Rows of the ``probes`` cells whose centroids are closest to ``q`` (ascending)."""
+        """Distinct rows of the ``probes`` cells whose centroids are closest to ``q`` (ascending)."""
         closeness = self.centroids @ q
         order = np.lexsort((np.arange(len(closeness)), -closeness))[:probes]
-        return np.sort(np.concatenate([self.rows[self.ptr[c]:self.ptr[c + 1]] for c in order]))
+        parts = [self.rows[self.ptr[c]:self.ptr[c + 1]] for c in order]
+        parts += [np.asarray(self._extra[c], dtype=np.int64) for c in order.tolist() if c in self._extra]
+        return np.unique(np.concatenate(parts))
 
 
 def _kmeans(vectors: np.ndarray, k: int) -> np.ndarray:

@@ -1,10 +1,10 @@
-"""Cosine search over unit vectors: exact numpy below a size threshold, HNSW (usearch) above.
+"""Cosine search over unit vectors held in slots that a write fills, replaces or clears in place: exact numpy below a size threshold, HNSW (usearch) above.
 
 ``scores`` is always exact — one matrix-vector product — because the engine fuses the scores of
 every unit. On a large scope the engine instead scores only candidate rows (``scores_of``),
 normalizes with the cosines of a fixed sample (``sample_scores``) and finds the candidates
-through coarse cells (``candidates``, see cells.py), cheap enough to build on every snapshot
-load. ``search`` uses the approximate index only when the index holds at least
+through coarse cells (``candidates``, see cells.py), built once and then kept: rows
+written later are assigned to their nearest cell. ``search`` uses the approximate index only when the index holds at least
 ``ann_threshold`` vectors; its candidates are then re-scored exactly, so returned scores are
 true cosines and the order is deterministic (descending score, ties by index).
 
@@ -26,6 +26,7 @@ import numpy as np
 
 from ..errors import InvalidInput, ModelUnavailable
 from .cells import PROBES, ROWS_PER_CELL, CellIndex
+from .growable import Growable
 from .topk import top_k
 
 ANN_THRESHOLD = 20_000
@@ -53,21 +54,79 @@ def _normalized(vectors: np.ndarray) -> np.ndarray:
 
 
 class DenseIndex:
-    """An immutable cosine index over the rows of ``vectors`` (zero rows never match)."""
+    """A cosine index over rows (slots); cleared slots are zero rows and never match."""
 
-    def __init__(self, vectors: np.ndarray, *, ann_threshold: int = ANN_THRESHOLD) -> None:
-        self.vectors = _normalized(vectors)
-        self.size, self.dim = self.vectors.shape
+    def __init__(self, vectors: np.ndarray | None = None, *, ann_threshold: int = ANN_THRESHOLD,
+                 dim: int | None = None) -> None:
         self.ann_threshold = ann_threshold
-        step = max(1, self.size // DISTRIBUTION_SAMPLE)
-        self._sample = self.vectors if step == 1 else self.vectors[::step].copy()
+        self.dim = dim or 0
+        self._rows: Growable | None = None
+        self._alive = Growable(bool, fill=False)
+        self._changes = 0  # bumped by every write: cached samples and the ANN graph follow it
+        self._sample: tuple[int, np.ndarray] | None = None
         self._ann = None
+        self._ann_at = -1
         self._ann_lock = threading.Lock()
         self._cells: CellIndex | None = None
+        self._cells_size = 0
         self._cells_lock = threading.Lock()
+        if vectors is not None:
+            vectors = _normalized(vectors)
+            self.dim = vectors.shape[1]
+            self.set_rows(np.arange(len(vectors)), vectors)
+
+    # -- writes -------------------------------------------------------------------------
+    def set_rows(self, slots: np.ndarray, vectors: np.ndarray | None) -> None:
+        """Write unit vectors into ``slots`` (None: the units have no vector, zero rows)."""
+        slots = np.asarray(slots, dtype=np.int64)
+        if not len(slots):
+            return
+        if vectors is not None and len(vectors):
+            vectors = _normalized(np.asarray(vectors, dtype=np.float32).reshape(len(slots), -1))
+            if self._rows is None:
+                self.dim = self.dim or vectors.shape[1]
+            if vectors.shape[1] != self.dim:
+                raise InvalidInput(f"a vector of dimension {vectors.shape[1]} cannot join an index "
+                                   f"of dimension {self.dim}: run `zeromem reindex`")
+        top = int(slots.max()) + 1
+        self._alive.reserve(max(top, self._alive.size))
+        if self._rows is None and self.dim:
+            self._rows = Growable(np.float32, width=self.dim, capacity=max(64, top))
+        if self._rows is not None:
+            self._rows.reserve(max(top, self._rows.size))
+            self._rows[slots] = 0.0 if vectors is None else vectors
+        self._alive[slots] = True
+        self._changes += 1
+        if self._cells is not None and self._rows is not None:
+            self._cells.assign(slots, self._rows[slots])
+
+    def clear(self, slots: np.ndarray) -> None:
+        slots = np.asarray(slots, dtype=np.int64)
+        slots = slots[slots < self._alive.size]
+        if not len(slots):
+            return
+        self._alive[slots] = False
+        if self._rows is not None:
+            self._rows[slots] = 0.0
+        self._changes += 1
+
+    # -- reads --------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return self._alive.size
 
     def __len__(self) -> int:
         return self.size
+
+    @property
+    def vectors(self) -> np.ndarray:
+        if self._rows is None:
+            return np.zeros((self.size, self.dim), dtype=np.float32)
+        return self._rows.view()[:self.size]
+
+    @property
+    def alive(self) -> np.ndarray:
+        return self._alive.view()
 
     @property
     def uses_ann(self) -> bool:
@@ -83,66 +142,88 @@ class DenseIndex:
         return q / norm if norm > 0 else q
 
     def scores(self, qvec: np.ndarray) -> np.ndarray:
-        """Exact cosine of the query with every row (float32, row order)."""
-        if self.size == 0 or self.dim == 0:
+        """Exact cosine of the query with every row (float32, row order).
+
+        One single-threaded ``einsum`` for every size: the same row gives the same float
+        wherever it sits (a BLAS kernel may round a row differently by its position), and
+        OpenBLAS running a large matrix-vector product on both cores of a shared 2-core machine
+        is 2-5x slower (measured at 10k rows: 8.0 ms vs 2.0 ms p50).
+        """
+        if self.size == 0 or self.dim == 0 or self._rows is None:
             return np.zeros(self.size, dtype=np.float32)
-        q = self._query(qvec)
-        if self.size < SINGLE_THREAD_ABOVE:
-            return self.vectors @ q
-        # OpenBLAS runs a large matrix-vector product on every core; on 2 cores shared with an
-        # encoder or another process that is 2-5x slower than einsum's single-threaded loop
-        # (measured at 10k rows: 8.0 ms vs 2.0 ms p50).
-        return np.einsum("ij,j->i", self.vectors, q)
+        return np.einsum("ij,j->i", self.vectors, self._query(qvec))
 
     def scores_of(self, qvec: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Exact cosine of the query with the given rows only (float32, in ``rows`` order)."""
-        if self.dim == 0 or len(rows) == 0:
+        if self.dim == 0 or len(rows) == 0 or self._rows is None:
             return np.zeros(len(rows), dtype=np.float32)
-        return self.vectors[rows] @ self._query(qvec)
+        return np.einsum("ij,j->i", self.vectors[rows], self._query(qvec))
+
+    def sample_rows(self) -> np.ndarray:
+        """An evenly spaced sample of at most ~2·``DISTRIBUTION_SAMPLE`` live rows."""
+        if self._sample is None or self._sample[0] != self._changes:
+            live = np.flatnonzero(self.alive)
+            step = max(1, len(live) // DISTRIBUTION_SAMPLE)
+            self._sample = (self._changes, live[::step])
+        return self._sample[1]
 
     def sample_scores(self, qvec: np.ndarray) -> np.ndarray:
-        """Cosines of a fixed, evenly spaced sample of at most ~2·``DISTRIBUTION_SAMPLE`` rows:
-        the shape of ``scores`` (its median, its spread) without scoring every row."""
+        """Cosines of the sampled live rows: the shape of ``scores`` (its median, its spread)
+        without scoring every row."""
         if self.size == 0 or self.dim == 0:
             return np.zeros(0, dtype=np.float32)
-        return self._sample @ self._query(qvec)
+        return self.scores_of(qvec, self.sample_rows())
 
     def search(self, qvec: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` nearest rows: (indices, cosines), best first, ties in index order."""
+        """The ``k`` nearest live rows: (indices, cosines), best first, ties in index order."""
         if k <= 0 or self.size == 0 or self.dim == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         if not self.uses_ann:
-            return top_k(self.scores(qvec), k)
+            scores = np.where(self.alive, self.scores(qvec), -np.inf)
+            idx, found = top_k(scores, min(k, int(self.alive.sum())))
+            return idx, found
         q = self._query(qvec)
         wanted = min(self.size, max(k * ANN_OVERFETCH, k + 10))
         found = self.ann().search(q, wanted)
         keys = np.unique(np.asarray(found.keys, dtype=np.int64))
         keys = keys[(keys >= 0) & (keys < self.size)]
+        keys = keys[self.alive[keys]]
         exact = self.vectors[keys] @ q
         idx, scores = top_k(exact, k)
         return keys[idx], scores
 
     def candidates(self, qvec: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """About the ``k`` nearest rows, cheaply: the rows of the query's nearest cells
-        (``CellIndex``, built on first use), re-scored exactly; best first, ties in index order."""
+        """About the ``k`` nearest live rows, cheaply: the rows of the query's nearest cells
+        (``CellIndex``, built on first use and kept), re-scored exactly; best first, ties in
+        index order."""
         if k <= 0 or self.size == 0 or self.dim == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         q = self._query(qvec)
+        alive = self.alive
         if self.size <= ROWS_PER_CELL * PROBES:  # the probed cells would hold about every row
-            return top_k(self.vectors @ q, k)
-        with self._cells_lock:
-            if self._cells is None:
-                self._cells = CellIndex(self.vectors, ROWS_PER_CELL)
-        rows = self._cells.probe(q, PROBES)
-        idx, scores = top_k(self.vectors[rows] @ q, k)
+            rows = np.flatnonzero(alive)
+        else:
+            with self._cells_lock:
+                live = int(alive.sum())
+                # Rows written after the build join their nearest cell; rebuild only when the
+                # index has doubled or halved since, so the cells keep ~ROWS_PER_CELL rows.
+                if self._cells is None or not self._cells_size / 2 <= live <= 2 * self._cells_size:
+                    rows = np.flatnonzero(alive)
+                    self._cells = CellIndex(self.vectors[rows], ROWS_PER_CELL, rows=rows)
+                    self._cells_size = live
+                rows = self._cells.probe(q, PROBES)
+            rows = rows[alive[rows]]
+        idx, scores = top_k(np.einsum("ij,j->i", self.vectors[rows], q), k)
         return rows[idx], scores
 
     def ann(self):
-        """The HNSW graph, built on first use: the engine fuses exact ``scores`` of every unit
-        and may never call ``search``, and building costs ~0.5 ms per vector on one core."""
+        """The HNSW graph over the live rows, built on first use (and again after writes):
+        the engine fuses exact ``scores`` of every unit and may never call ``search``, and
+        building costs ~0.5 ms per vector on one core."""
         with self._ann_lock:
-            if self._ann is None:
+            if self._ann is None or self._ann_at != self._changes:
                 self._ann = self._build_ann()
+                self._ann_at = self._changes
             return self._ann
 
     def _build_ann(self):
@@ -154,6 +235,7 @@ class DenseIndex:
                                    "`pip install 'zeromem[ann]'` (or raise ann_threshold)") from err
         index = Index(ndim=self.dim, metric="ip", dtype="f32", connectivity=ANN_CONNECTIVITY,
                       expansion_add=ANN_EXPANSION_ADD, expansion_search=ANN_EXPANSION_SEARCH)
+        rows = np.flatnonzero(self.alive)
         # one thread: the HNSW graph (and so every result) is then the same on every build
-        index.add(np.arange(self.size, dtype=np.uint64), self.vectors, threads=1)
+        index.add(rows.astype(np.uint64), self.vectors[rows], threads=1)
         return index

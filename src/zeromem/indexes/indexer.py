@@ -20,6 +20,7 @@ from typing import Any, Callable
 import numpy as np
 from tqdm import tqdm
 
+from ..store.derived import bump_version, note_session_change
 from ..types import Scope
 from .units import UnitDraft, segment_session
 
@@ -63,12 +64,12 @@ class Indexer:
         with self.store.transaction() as conn:
             conn.execute("DELETE FROM units WHERE user_key=? AND agent_key=?", (user, agent))
             conn.execute("DELETE FROM entity_vectors WHERE user_key=? AND agent_key=?", (user, agent))
+            conn.execute("DELETE FROM session_changes WHERE user_key=? AND agent_key=?", (user, agent))
+            conn.execute("DELETE FROM scope_snapshots WHERE user_key=? AND agent_key=?", (user, agent))
             conn.execute(
                 "INSERT OR IGNORE INTO dirty_sessions SELECT DISTINCT user_key, agent_key, session"
                 " FROM traces WHERE user_key=? AND agent_key=?", (user, agent))
-            conn.execute(
-                "INSERT INTO scope_versions VALUES (?,?,1) ON CONFLICT(user_key, agent_key)"
-                " DO UPDATE SET version = version + 1", (user, agent))
+            bump_version(conn, user, agent, reset=True)
         return self.refresh(scope, progress=progress)
 
     def refresh(self, scope: Scope, progress: bool = False) -> RefreshReport:
@@ -82,9 +83,9 @@ class Indexer:
         self._reuse_stored_encodings(scope, plans)
         encoders = self._encoders()
         self._encode(plans, encoders, report, progress)
+        entity_vectors = self._entity_vectors(scope, plans, encoders, report)
         for plan in plans:
-            self._commit(scope, plan)
-        self._refresh_entity_vectors(scope, encoders, report)
+            self._commit(scope, plan, entity_vectors)
         report.sessions = len(plans)
         report.units = sum(len(p["drafts"]) for p in plans)
         report.seconds = time.perf_counter() - started
@@ -193,7 +194,7 @@ class Indexer:
             if pool is not None:
                 pool.shutdown(wait=True)
 
-    def _commit(self, scope: Scope, plan: dict[str, Any]) -> None:
+    def _commit(self, scope: Scope, plan: dict[str, Any], entity_vectors: dict[str, bytes]) -> None:
         user, agent = scope.key
         session = plan["session"]
         dim = None
@@ -245,36 +246,40 @@ class Indexer:
                     continue
                 conn.execute("INSERT INTO unit_vectors VALUES (?,?,?)",
                              (uid, "dense", _mean_unit(members).tobytes()))
+            # The session's entities get their vectors in the same transaction, so a reader
+            # never sees a mention whose entity vector is still missing. (Vectors of entities
+            # nobody mentions any more are removed by the update/delete that dropped them.)
+            new_entities = {m[0] for d in plan["drafts"] if d.level == "turn"
+                            for m in plan["mentions"].get(d.text_hash, [])}
+            conn.executemany(
+                "INSERT OR IGNORE INTO entity_vectors VALUES (?,?,?,?,?)",
+                [(user, agent, e, "dense", entity_vectors[e]) for e in sorted(new_entities)
+                 if e in entity_vectors])
             conn.execute("DELETE FROM dirty_sessions WHERE user_key=? AND agent_key=? AND session=?",
                          (user, agent, session))
-            conn.execute(
-                "INSERT INTO scope_versions VALUES (?,?,1) ON CONFLICT(user_key, agent_key)"
-                " DO UPDATE SET version = version + 1", (user, agent))
+            note_session_change(conn, user, agent, session)
+            bump_version(conn, user, agent)
 
-    def _refresh_entity_vectors(self, scope: Scope, encoders: Any, report: RefreshReport) -> None:
+    def _entity_vectors(self, scope: Scope, plans: list[dict[str, Any]], encoders: Any,
+                        report: RefreshReport) -> dict[str, bytes]:
+        """Vectors of the entities the plans mention that the scope has none for yet."""
         user, agent = scope.key
-        live = {r[0]: r[1] for r in self.store.read(
-            "SELECT m.entity, MIN(m.surface) FROM unit_mentions m JOIN units u ON u.id = m.unit_id"
-            " WHERE u.user_key=? AND u.agent_key=? GROUP BY m.entity", (user, agent))}
-        have = {r[0] for r in self.store.read(
-            "SELECT entity FROM entity_vectors WHERE user_key=? AND agent_key=?", (user, agent))}
-        missing = sorted(set(live) - have)
-        stale = sorted(have - set(live))
-        vectors = None
-        if missing:
-            t0 = time.perf_counter()
-            vectors = encoders.embedder.encode(missing)
-            report.encoder_seconds["dense"] = report.encoder_seconds.get("dense", 0.0) + (
-                time.perf_counter() - t0)
-            report.encoded_texts += len(missing)
-        with self.store.transaction() as conn:
-            conn.executemany("DELETE FROM entity_vectors WHERE user_key=? AND agent_key=? AND entity=?",
-                             [(user, agent, e) for e in stale])
-            if vectors is not None:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO entity_vectors VALUES (?,?,?,?,?)",
-                    [(user, agent, e, "dense", np.asarray(v, dtype=np.float32).tobytes())
-                     for e, v in zip(missing, vectors)])
+        mentioned = sorted({m[0] for plan in plans for mentions in plan["mentions"].values() for m in mentions})
+        have: set[str] = set()
+        for start in range(0, len(mentioned), 500):
+            chunk = mentioned[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            have.update(r[0] for r in self.store.read(
+                f"SELECT entity FROM entity_vectors WHERE user_key=? AND agent_key=? AND entity IN ({marks})",
+                (user, agent, *chunk)))
+        missing = [e for e in mentioned if e not in have]
+        if not missing:
+            return {}
+        t0 = time.perf_counter()
+        vectors = encoders.embedder.encode(missing)
+        report.encoder_seconds["dense"] = report.encoder_seconds.get("dense", 0.0) + (time.perf_counter() - t0)
+        report.encoded_texts += len(missing)
+        return {e: np.asarray(v, dtype=np.float32).tobytes() for e, v in zip(missing, vectors)}
 
     def _record_timings(self, report: RefreshReport) -> None:
         items = {"dense": report.encoded_texts, "entities": report.ner_texts}

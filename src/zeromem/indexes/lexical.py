@@ -1,65 +1,180 @@
-"""BM25 over pre-tokenized units, with a score for every unit (the engine fuses them all).
+"""BM25 over pre-tokenized units, kept up to date one document at a time.
 
-Scoring is Lucene's BM25 (the default similarity of Lucene/Elasticsearch), computed by
-``bm25s`` on a sparse matrix of precomputed per-(term, unit) weights:
+Scoring is Lucene's BM25 (the default similarity of Lucene/Elasticsearch):
 
     idf(t)    = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
     score(d)  = Σ_{t ∈ q} idf(t) · tf(t,d) / (tf(t,d) + k1 · (1 - b + b · |d| / avgdl))
 
 with k1 = 1.2, b = 0.75; N and avgdl count the documents that have at least one token (as
-Lucene's docCount does), so an empty unit neither matches nor shifts anyone's score. A query token that occurs twice counts twice; tokens absent from the
-index contribute nothing. Why bm25s and not SQLite FTS5: measured on LoCoMo turns, bm25s gives
-the same recall@10 and returns scores for *all* units in one vectorized call, which FTS5 can
-only do by matching every row (see docs/decisions.md).
+Lucene's docCount does), so an empty unit neither matches nor shifts anyone's score. A query
+token that occurs twice counts twice; tokens absent from the index contribute nothing.
 
-Cost: building is O(total tokens); ``scores`` is O(postings of the query terms).
+Why not bm25s any more: bm25s bakes N, avgdl and idf into a precomputed sparse matrix, so one
+added document changes every weight and the whole matrix must be rebuilt (O(scope) per write).
+Here the postings keep raw term frequencies and the weights are computed at query time on the
+query terms' postings only, with the *current* N, df and avgdl — the scores of a full rebuild,
+exactly, after every write (tests check them against bm25s on the same tokens).
+
+Documents live in slots. Replacing or removing a slot's document bumps the slot's generation;
+postings of older generations are skipped at query time and dropped from a term's list once
+they outnumber its live postings, so the lists stay within twice their live size.
+
+Cost: ``set_document`` O(|d|); ``scores`` O(postings of the query terms).
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Sequence
 
 import numpy as np
 
+from .growable import Growable
 from .topk import top_k
 
 K1 = 1.2
 B = 0.75
 
 
+class Vocabulary:
+    """Token ↔ id, shared by the levels of one scope (ids are never reused)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.terms: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def encode(self, tokens: Sequence[str]) -> np.ndarray:
+        out = np.empty(len(tokens), dtype=np.int32)
+        ids = self.ids
+        for i, token in enumerate(tokens):
+            tid = ids.get(token)
+            if tid is None:
+                tid = ids[token] = len(self.terms)
+                self.terms.append(token)
+            out[i] = tid
+        return out
+
+    def lookup(self, tokens: Sequence[str]) -> list[int]:
+        """Ids of the tokens the vocabulary knows, in order (unknown ones are skipped)."""
+        return [self.ids[t] for t in tokens if t in self.ids]
+
+
+class _Postings:
+    __slots__ = ("docs", "gens", "tfs", "stale")
+
+    def __init__(self) -> None:
+        self.docs = Growable(np.int64, capacity=4)
+        self.gens = Growable(np.int32, capacity=4)
+        self.tfs = Growable(np.float64, capacity=4)
+        self.stale = 0
+
+
 class LexicalIndex:
-    """An immutable BM25 index over documents given as token lists (see ``encoders.tokenize``)."""
+    """BM25 over the documents (token-id arrays) held in slots 0..size-1."""
 
-    def __init__(self, docs_tokens: Sequence[Sequence[str]], *, k1: float = K1, b: float = B) -> None:
-        self.size = len(docs_tokens)
+    def __init__(self, docs_tokens: Sequence[Sequence[str]] = (), *, vocabulary: Vocabulary | None = None,
+                 k1: float = K1, b: float = B) -> None:
+        self.vocabulary = vocabulary if vocabulary is not None else Vocabulary()
         self.k1, self.b = k1, b
-        self._bm25 = None
-        # Like Lucene, N and avgdl count only documents that have tokens; empty ones score 0.
-        self._rows = np.asarray([i for i, doc in enumerate(docs_tokens) if len(doc)], dtype=np.int64)
-        if len(self._rows):
-            import bm25s
+        self._gen = Growable(np.int32)
+        self._length = Growable(np.float64)
+        self._terms: list[np.ndarray | None] = []  # each slot's distinct term ids (to undo df)
+        self._postings: dict[int, _Postings] = {}
+        self._df: dict[int, int] = {}
+        self.n_docs = 0  # documents with at least one token
+        self.total_length = 0.0
+        for slot, tokens in enumerate(docs_tokens):
+            self.set_document(slot, self.vocabulary.encode(tokens))
+        self.reserve(len(docs_tokens))
 
-            logging.getLogger("bm25s").setLevel(logging.WARNING)
-            self._bm25 = bm25s.BM25(k1=k1, b=b, method="lucene")
-            self._bm25.index([list(docs_tokens[i]) for i in self._rows], show_progress=False)
+    @property
+    def size(self) -> int:
+        return len(self._terms)
 
     def __len__(self) -> int:
         return self.size
 
+    def reserve(self, size: int) -> None:
+        while len(self._terms) < size:
+            self._terms.append(None)
+        self._gen.reserve(size)
+        self._length.reserve(size)
+
+    def set_document(self, slot: int, term_ids: np.ndarray) -> None:
+        """Put a document (token ids, repeats counted) into ``slot``, replacing what was there."""
+        self.remove_document(slot)
+        self.reserve(slot + 1)
+        if len(term_ids) == 0:
+            return
+        terms, counts = np.unique(np.asarray(term_ids, dtype=np.int64), return_counts=True)
+        gen = int(self._gen[slot])
+        for term, count in zip(terms.tolist(), counts.tolist()):
+            postings = self._postings.get(term)
+            if postings is None:
+                postings = self._postings[term] = _Postings()
+            postings.docs.append(slot)
+            postings.gens.append(gen)
+            postings.tfs.append(count)
+            self._df[term] = self._df.get(term, 0) + 1
+        self._terms[slot] = terms
+        self._length[slot] = float(len(term_ids))
+        self.n_docs += 1
+        self.total_length += float(len(term_ids))
+
+    def remove_document(self, slot: int) -> None:
+        if slot >= self.size or self._terms[slot] is None:
+            return
+        terms = self._terms[slot]
+        assert terms is not None
+        for term in terms.tolist():
+            self._df[term] -= 1
+            postings = self._postings[term]
+            postings.stale += 1
+            if postings.stale > max(8, len(postings.docs) // 2):
+                self._compact(postings)
+        self._gen[slot] += 1
+        self.n_docs -= 1
+        self.total_length -= float(self._length[slot])
+        self._length[slot] = 0.0
+        self._terms[slot] = None
+
+    def _compact(self, postings: _Postings) -> None:
+        docs, gens, tfs = postings.docs.view(), postings.gens.view(), postings.tfs.view()
+        live = self._gen.view()[docs] == gens
+        kept = (docs[live].copy(), gens[live].copy(), tfs[live].copy())
+        for array, values in zip((postings.docs, postings.gens, postings.tfs), kept):
+            array.size = 0
+            array.extend(values)
+        postings.stale = 0
+
+    def document_frequency(self, token: str) -> int:
+        tid = self.vocabulary.ids.get(token)
+        return 0 if tid is None else self._df.get(tid, 0)
+
     def scores(self, query_tokens: Sequence[str]) -> np.ndarray:
-        """float32 BM25 score of every document, in document order (zeros when nothing matches)."""
-        if self._bm25 is None:
-            return np.zeros(self.size, dtype=np.float32)
-        ids = self._bm25.get_tokens_ids([t for t in query_tokens if t])
-        if not ids:
-            return np.zeros(self.size, dtype=np.float32)
-        partial = np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
-        if len(self._rows) == self.size:
-            return partial
-        scores = np.zeros(self.size, dtype=np.float32)
-        scores[self._rows] = partial
-        return scores
+        """float32 BM25 score of every slot (zeros for empty slots and when nothing matches)."""
+        out = np.zeros(self.size, dtype=np.float64)
+        if self.n_docs == 0:
+            return out.astype(np.float32)
+        avgdl = self.total_length / self.n_docs
+        gen = self._gen.view()
+        lengths = self._length.view()
+        for term in self.vocabulary.lookup([t for t in query_tokens if t]):
+            df = self._df.get(term, 0)
+            if df == 0:
+                continue
+            postings = self._postings[term]
+            docs = postings.docs.view()
+            tfs = postings.tfs.view()
+            if postings.stale:
+                live = gen[docs] == postings.gens.view()
+                docs, tfs = docs[live], tfs[live]
+            idf = np.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5))
+            norm = self.k1 * (1.0 - self.b + self.b * lengths[docs] / avgdl)
+            out[docs] += idf * tfs / (tfs + norm)
+        return out.astype(np.float32)
 
     def search(self, query_tokens: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best documents with a positive score: (indices, scores), best first,

@@ -45,6 +45,8 @@ def load_file(path: str | Path, *, format: str | None = None) -> list[ImportedCo
             return jsonl.parse_text(text, source=source, stem=stem)
         raise bad(source, f"line {exc.lineno} column {exc.colno}",
                   f"not valid JSON ({exc.msg}); {_EXPECTED}") from None
+    except ValueError as exc:  # e.g. a number of more than 4300 digits
+        raise bad(source, "", f"cannot be read as JSON: {exc}") from None
     conversations = _dispatch(data, format, source, stem)
     if not any(conv.drafts for conv in conversations):
         raise bad(source, "", "no messages to import: every conversation in it is empty")

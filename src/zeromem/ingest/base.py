@@ -7,12 +7,13 @@ An importer turns one file into ``ImportedConversation`` objects: plain trace di
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import InvalidInput
-from ..store import TraceDraft, TraceStore
 from ..store import validate
+from ..store.base import TraceDraft, TraceStoreBase
 
 DRAFT_FIELDS = frozenset(TraceDraft.__slots__)
 
@@ -52,15 +53,22 @@ def parse_time(value: Any, source: str, where: str) -> str | None:
         raise bad(source, where, str(exc)) from None
 
 
-def check_conversations(conversations: Sequence[ImportedConversation], store: TraceStore) -> int:
+def check_conversations(conversations: Sequence[ImportedConversation],
+                        store: TraceStoreBase) -> int:
     """Check every draft exactly as ``add_many`` will, before anything is written.
 
     Raises InvalidInput naming the file and location of the first bad trace; returns the
     number of traces checked. Running this first is what makes a multi-conversation import
-    all-or-nothing with respect to bad input.
+    all-or-nothing with respect to bad input. Each conversation's name is checked too, since
+    ``--user-per-conversation`` stores it as the scope's user.
     """
     count = 0
     for conv in conversations:
+        try:
+            validate.clean_scope_part(conv.name, "the conversation name")
+        except InvalidInput as exc:
+            raise bad(conv.source, f"conversation {conv.name!r}",
+                      str(exc)) from None
         for index, item in enumerate(conv.drafts):
             unknown = set(item) - DRAFT_FIELDS
             if unknown:

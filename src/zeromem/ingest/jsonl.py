@@ -27,6 +27,8 @@ def parse_text(text: str, *, source: str, stem: str) -> list[ImportedConversatio
             raise bad(source, f"line {number}",
                       f"not valid JSON ({exc.msg} at column {exc.colno}): each line must be "
                       "one JSON object like {\"text\": \"...\", \"speaker\": \"...\"}") from None
+        except ValueError as exc:  # e.g. a number of more than 4300 digits
+            raise bad(source, f"line {number}", f"cannot be read as JSON: {exc}") from None
     if not items:
         raise bad(source, "", "no traces: the JSONL file has no non-blank line")
     return [parse_records(items, source=source, stem=stem)]

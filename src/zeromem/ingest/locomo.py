@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..errors import InvalidInput
+from ..store.validate import check_unicode, printable
 from .base import ImportedConversation, bad, parse_time
 
 FORMAT = "locomo"
@@ -38,7 +40,7 @@ def parse(data: Any, *, source: str, stem: str) -> list[ImportedConversation]:
     if isinstance(data, dict) and "conversation" in data:
         return [_parse_sample(data, source, stem, None)]
     if isinstance(data, dict):
-        name = _name(data.get("sample_id"), stem)
+        name = _name(data.get("sample_id"), stem, source, "sample_id")
         return [_parse_conversation(data, data.get("qa"), name, source, "")]
     raise bad(source, "", "a LoCoMo file holds a conversation dict or a list of samples")
 
@@ -49,14 +51,15 @@ def _parse_sample(sample: Any, source: str, stem: str, index: int | None) -> Imp
         raise bad(source, where or "top level",
                   "a LoCoMo sample must be a dict with a 'conversation' dict")
     fallback = stem if index is None else f"{stem}#{index}"
-    name = _name(sample.get("sample_id"), fallback)
+    name = _name(sample.get("sample_id"), fallback, source,
+                 f"{where}.sample_id" if where else "sample_id")
     return _parse_conversation(sample["conversation"], sample.get("qa"), name, source,
                                f"{where}.conversation." if where else "conversation.")
 
 
 def _parse_conversation(conv: dict[str, Any], qa: Any, name: str, source: str,
                         prefix: str) -> ImportedConversation:
-    sessions = sorted(((int(m.group(1)), key) for key in conv if (m := _SESSION_RE.match(key))))
+    sessions = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION_RE.match(key)))
     if not sessions:
         raise bad(source, prefix.rstrip(".") or "top level",
                   "no 'session_N' keys: a LoCoMo conversation has session_1, session_2, ...")
@@ -75,7 +78,7 @@ def _parse_conversation(conv: dict[str, Any], qa: Any, name: str, source: str,
         for seq, turn in enumerate(turns):
             where = f"{prefix}{key}[{seq}]"
             drafts.append(_turn_draft(turn, key, seq, session_time, source, where))
-            locations.append(f"{where} ({turn['dia_id']})" if turn.get("dia_id") else where)
+            locations.append(f"{where} ({printable(turn['dia_id'])})" if turn.get("dia_id") else where)
             speaker = turn.get("speaker")
             if isinstance(speaker, str) and speaker not in speakers:
                 speakers.append(speaker)
@@ -104,12 +107,32 @@ def _turn_draft(turn: Any, session: str, seq: int, session_time: str | None, sou
     }
     if turn.get("blip_caption"):
         draft["attachments"] = [turn["blip_caption"]]
-    if turn.get("img_url"):
-        draft["metadata"] = {"img_url": turn["img_url"]}
+    img_url = turn.get("img_url")
+    if img_url is not None and not (isinstance(img_url, str) or (
+            isinstance(img_url, list) and all(isinstance(url, str) for url in img_url))):
+        raise bad(source, f"{where}.img_url",
+                  f"must be a URL string or a list of URL strings, got {_shape(img_url)}")
+    if img_url:
+        draft["metadata"] = {"img_url": img_url}
     return draft
 
 
-def _name(value: Any, fallback: str) -> str:
-    if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
-        return str(value).strip()
-    return fallback
+def _name(value: Any, fallback: str, source: str, where: str) -> str:
+    """The conversation's name: its ``sample_id`` (a string or an integer) or ``fallback``."""
+    if value is None:
+        return fallback
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise bad(source, where, f"must be a string or an integer, got {_shape(value)}")
+    try:
+        check_unicode(str(value), "sample_id")
+    except InvalidInput as exc:
+        raise bad(source, where, str(exc)) from None
+    return str(value).strip() or fallback
+
+
+def _shape(value: Any) -> str:
+    """A value's type for an error message, with the element types of a list."""
+    if isinstance(value, list):
+        kinds = sorted({type(item).__name__ for item in value})
+        return f"a list of {'/'.join(kinds)}" if kinds else "an empty list"
+    return type(value).__name__

@@ -12,9 +12,9 @@ direct match.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Callable
 
-from ..views.csr import row_slices
+import numpy as np
 
 NEXT_DECAY = 0.55
 NEXT_AFTER_QUESTION_DECAY = 0.8
@@ -26,11 +26,16 @@ TITLE_LINK_SOURCES = 3
 
 def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.ndarray,
                        question_like: np.ndarray, unit_entities: list[list[int]],
-                       entity_df: np.ndarray, entity_turn_ptr: np.ndarray, entity_turn_nodes: np.ndarray,
+                       entity_df: np.ndarray, turns_of_entities: Callable[[list[int]], tuple[np.ndarray, np.ndarray]],
+                       next_turn: np.ndarray, prev_turn: np.ndarray, n_live: int | None = None,
                        neighbours: int = 1, bridges: int = 2,
                        titled_turns: dict[int, list[int]] | None = None,
                        relevance: np.ndarray | None = None) -> dict[int, tuple[float, str]]:
-    """Closure units with their derived scores and the reason they were added."""
+    """Closure units with their derived scores and the reason they were added.
+
+    ``next_turn`` / ``prev_turn`` give each turn's neighbours in its session (-1: none);
+    ``turns_of_entities(ids)`` the turns linked to each entity, as (turns, count per entity).
+    """
     n = len(scores)
     chosen = set(primary)
     found: dict[int, tuple[float, str]] = {}
@@ -45,16 +50,19 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
 
     for node in primary:
         base = float(scores[node])
+        after = before = node
         for step in range(1, neighbours + 1):
-            after, before = node + step, node - step
-            if after < n and session[after] == session[node]:
+            after = int(next_turn[after]) if after >= 0 else -1
+            before = int(prev_turn[before]) if before >= 0 else -1
+            if after >= 0:
                 decay = NEXT_AFTER_QUESTION_DECAY if question_like[node] and step == 1 else NEXT_DECAY
                 offer(after, base * decay ** step, f"reply to {node}")
-            if before >= 0 and session[before] == session[node]:
+            if before >= 0:
                 offer(before, base * PREV_DECAY ** step, f"context of {node}")
     if bridges > 0 and len(primary) > 1:
         for other, mean, sources in _bridges(primary, scores, unit_entities, entity_df,
-                                             entity_turn_ptr, entity_turn_nodes, bridges):
+                                             turns_of_entities, bridges,
+                                             n if n_live is None else n_live):
             offer(other, BRIDGE_DECAY * mean, f"bridge between {sources}")
     if titled_turns and bridges > 0:
         # A candidate that names an entity with an episode of its own (a page titled after it)
@@ -73,12 +81,11 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
 
 
 def _bridges(primary: list[int], scores: np.ndarray, unit_entities: list[list[int]],
-             entity_df: np.ndarray, entity_turn_ptr: np.ndarray, entity_turn_nodes: np.ndarray,
-             limit: int) -> list[tuple[int, float, list[int]]]:
+             entity_df: np.ndarray, turns_of_entities: Callable[[list[int]], tuple[np.ndarray, np.ndarray]],
+             limit: int, n: int) -> list[tuple[int, float, list[int]]]:
     """The ``limit`` best turns (outside ``primary``) that share a non-hub entity with two or
     more primary candidates: most sources first, then the best mean source score, then the
     lower node. Array work, because at scale an entity's turns run into the thousands."""
-    n = len(scores)
     hub_df = max(3, 0.05 * n)  # hubs bridge nothing
     holders: dict[int, list[int]] = {}  # entity → positions in primary of the turns naming it
     for k, node in enumerate(primary):
@@ -90,8 +97,7 @@ def _bridges(primary: list[int], scores: np.ndarray, unit_entities: list[list[in
     held = np.zeros((len(holders), len(primary)), dtype=bool)
     for row, positions in enumerate(holders.values()):
         held[row, positions] = True
-    positions, counts = row_slices(entity_turn_ptr, np.asarray(list(holders)))
-    turns = entity_turn_nodes[positions]
+    turns, counts = turns_of_entities(list(holders))
     others, which = np.unique(turns, return_inverse=True)
     sources = np.zeros((len(others), len(primary)), dtype=bool)
     np.logical_or.at(sources, which, held[np.repeat(np.arange(len(holders)), counts)])

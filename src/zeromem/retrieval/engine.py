@@ -22,7 +22,7 @@ from ..views.graph import align_entities, normalize_title, query_ngrams
 from ..views.hierarchy import hierarchy_scores
 from .calibrate import no_answer_score, subject_compat, time_compat
 from .closure import closure_candidates
-from .fuse import fuse, normalize, top_indices
+from .fuse import fuse, normalize_live, top_indices
 from .prepared import PreparedScope
 from .profile import QueryProfile, build_profile
 from .route import Route, route
@@ -75,17 +75,19 @@ class Engine:
         profile = build_profile(query, prep.speakers)
         plan = route(profile, cfg.primary_weight, cfg.local_primary_weight)
         qtokens = self.tokenize(query)
-        snap = prep.snap
+        index = prep.index
         n = prep.n_turns
-        if n == 0:
+        if prep.n_live == 0:
             return SearchResult([], profile, plan, 1.0, _timings(t0, t_enc))
 
-        mask = _eligible(prep, session, as_of, allowed_rowids)
+        alive = prep.alive
+        live = index.turns.live()
+        mask = _eligible(prep, session, as_of, allowed_rowids) & alive
         title = _title_match(query, prep)
         grams = query_ngrams([w for w in profile.words])
-        aligned = align_entities(prep.graph, grams, qvec, snap.entity_vectors, snap.entity_names)
+        aligned = align_entities(prep.graph, grams, qvec, index.entity_matrix(), index.entity_names)
         share = AGGREGATE_LEXICAL_SHARE if profile.aggregation else LEXICAL_SHARE
-        if n > cfg.large_scope_turns:
+        if prep.n_live > cfg.large_scope_turns:
             scores = score_candidate_turns(prep, qtokens, qvec, aligned, damping=cfg.ppr_damping,
                                            per_source=cfg.large_scope_candidates,
                                            required=np.flatnonzero(title), eligible=mask,
@@ -98,10 +100,10 @@ class Engine:
         lifted = scores.lifted
         lifted["title"] = title
         hier = hierarchy_scores(lifted) + TITLE_WEIGHT * lifted["title"]
-        ppr = normalize(scores.ppr)
+        ppr = normalize_live(scores.ppr, live)
         raw_dense_turn = scores.dense_cosine
         # Verbatim term checks are string work: spend them only on turns that can still win.
-        shortlist = top_indices(np.maximum(hier, ppr), REFINE_SHORTLIST)
+        shortlist = top_indices(np.where(alive, _settle(np.maximum(hier, ppr)), -1.0), REFINE_SHORTLIST)
         refine = _lexical_refinement(query, prep.turn_lower, shortlist)
         graph = (1 - REFINE_SHARE) * ppr + REFINE_SHARE * refine
 
@@ -124,7 +126,7 @@ class Engine:
         # A turn that asks rather than states is rarely evidence (DMF's query_like signal): on
         # the shared LoCoMo conversations 13 % of turns ending in "?" are cited, 29 % of others.
         score = fused * compat * np.where(prep.question_like, cfg.question_turn_prior, 1.0)
-        score = np.where(mask, score, -1.0)
+        score = np.where(mask, _settle(score), -1.0)
 
         budget = max(1, int(k))
         primary = [int(i) for i in top_indices(score, min(cfg.top_k_primary, budget)) if score[i] > 0]
@@ -133,10 +135,11 @@ class Engine:
             extra = closure_candidates(
                 primary, np.maximum(score, 0), session=prep.hier.turn_session,
                 question_like=prep.question_like, unit_entities=prep.graph.unit_entities,
-                entity_df=prep.graph.entity_df, entity_turn_ptr=prep.graph.entity_turn_ptr,
-                entity_turn_nodes=prep.graph.entity_turn_nodes,
-                neighbours=cfg.closure_neighbours, bridges=cfg.closure_graph_bridges,
-                titled_turns=prep.titled_turns, relevance=normalize(np.maximum(score, 0)))
+                entity_df=prep.graph.entity_df, turns_of_entities=prep.graph.turns_of_entities,
+                next_turn=prep.hier.next_turn.view(), prev_turn=prep.hier.prev_turn.view(),
+                n_live=prep.n_live, neighbours=cfg.closure_neighbours,
+                bridges=cfg.closure_graph_bridges, titled_turns=prep.titled_turns,
+                relevance=normalize_live(np.maximum(score, 0), live))
             for node, (value, reason) in extra.items():
                 if mask[node]:
                     chosen[node] = (value, reason)
@@ -148,7 +151,7 @@ class Engine:
             diversity=min(AGGREGATE_DIVERSITY, cfg.session_diversity) if profile.aggregation
             else cfg.session_diversity,
             coverage_gain=cfg.coverage_gain, turn_terms=prep.turn_terms,
-            query_weights=query_term_weights(qtokens, prep.term_df, n))
+            query_weights=query_term_weights(qtokens, prep.term_df, prep.n_live))
         if cfg.use_calibration:
             ranked = _newest_state_first(ranked, prep.superseded_by)
 
@@ -158,15 +161,16 @@ class Engine:
             "dense_cosine": float(raw_dense_turn[node]), "compatibility": float(compat[node]),
             "route": plan.primary}) for node, (value, reason) in ranked]
         top_nodes = [node for node, _ in ranked[:3]]
-        texts = [prep.turn_lower[j] for i in top_nodes for j in (i - 1, i, i + 1) if 0 <= j < n]
+        prev_turn, next_turn = prep.hier.prev_turn.view(), prep.hier.next_turn.view()
+        texts = [prep.turn_lower[j] for i in top_nodes
+                 for j in (int(prev_turn[i]), i, int(next_turn[i])) if j >= 0]
         no_answer = no_answer_score(profile.keywords, texts,
                                     float(raw_dense_turn[top_nodes[0]]) if top_nodes else 0.0)
         return SearchResult(evidence, profile, plan, no_answer, _timings(t0, t_enc))
 
     def _evidence(self, prep: PreparedScope, node: int, score: float, reason: str,
                   why: dict[str, Any]) -> Evidence:
-        rowid = int(prep.turn_rowid[node])
-        trace = prep.snap.traces[rowid]
+        trace = prep.trace(node)
         provenance = Provenance(trace.id, trace.session, trace.speaker,
                                 trace.event_time or trace.session_time, trace.source_id, trace.seq)
         notes = tuple(f"{s.surface} = {s.label()}" for s in prep.annotations.get(node, []))
@@ -175,6 +179,13 @@ class Engine:
                         score=round(score, 6), level="turn", why={"reason": reason, **why},
                         annotations=notes,
                         superseded_by=f"t{int(prep.turn_rowid[newer])}" if newer is not None else None)
+
+
+def _settle(scores: np.ndarray) -> np.ndarray:
+    """Scores rounded to 1e-12: the graph's base + delta adds the same terms in another order
+    than a freshly built graph, which moves a score by ~1e-16; rounding makes such near-ties
+    exact ties, which are broken by slot (= trace id) order as in a fresh build."""
+    return np.round(scores, 12)
 
 
 def _timings(t0: float, t_enc: float) -> dict[str, float]:

@@ -18,7 +18,20 @@ def normalize(scores: np.ndarray) -> np.ndarray:
     scores = np.asarray(scores, dtype=np.float64)
     if scores.size == 0:
         return scores
+    if scores.size == 1:  # a lone unit is its own median: it is the best match there is
+        return (scores > 0).astype(np.float64)
     return rescale(scores, floor_of(scores), float(scores.max()))
+
+
+def normalize_live(scores: np.ndarray, live: np.ndarray) -> np.ndarray:
+    """``normalize`` with the distribution taken over the ``live`` entries only; the other
+    entries (empty slots of an index) come out 0."""
+    scores = np.asarray(scores, dtype=np.float64)
+    out = np.zeros_like(scores)
+    if not len(live):
+        return out
+    out[live] = normalize(scores[live])
+    return out
 
 
 def floor_of(scores: np.ndarray) -> float:

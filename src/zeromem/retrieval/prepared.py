@@ -5,87 +5,211 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
 from ..encoders.timexpr import TimeSpan, parse_anchor, resolve_relative
-from ..indexes.snapshot import ScopeSnapshot
-from ..views.graph import EntityGraph, build_graph, normalize_title
-from ..views.hierarchy import Hierarchy, build_hierarchy
-from .calibrate import state_assertions, supersession
+from ..indexes.scope_index import Change, ScopeIndex
+from ..indexes.units import LEVELS
+from ..types import Trace
+from ..views.graph import EntityGraph, normalize_title
+from ..views.hierarchy import Hierarchy
+from .calibrate import state_assertions, subject_compat, supersession
 
 
 DISAMBIGUATED_TITLE = 0.5
 
 
-@dataclass
 class PreparedScope:
-    snap: ScopeSnapshot
-    graph: EntityGraph
-    hier: Hierarchy
-    speakers: list[str]
-    turn_rowid: np.ndarray  # trace rowid per turn node
-    turn_text: list[str]  # verbatim trace text per turn node
-    turn_lower: list[str]  # text plus attachment captions, lower-cased once for substring tests
-    turn_speaker: list[str | None]
-    turn_session_name: np.ndarray  # object array: each turn's session (for filters)
-    turn_time: np.ndarray  # object array: each turn's ISO time (event, else session, else recorded)
-    question_like: np.ndarray
-    turn_dates: list[list[tuple[dt.date, dt.date]]]  # session date and dates it mentions
-    annotations: dict[int, list[TimeSpan]]  # resolved relative expressions per turn node
-    superseded_by: dict[int, int]
-    session_titles: dict[int, str]  # hierarchy session id → normalized name, for names that are words
-    title_strength: dict[int, float]  # how fully a query naming the title names that episode
-    titled_turns: dict[int, list[int]]  # graph entity id → turn nodes of the episode named after it
-    turn_terms: list[frozenset[str]]  # distinct index tokens per turn node (query coverage)
-    term_df: dict[str, int]  # turn nodes containing each token
-    subject_cache: dict[str | None, np.ndarray] = field(default_factory=dict)
+    """Everything the engine reads for one scope, updated slot by slot (``update``).
 
+    Turn nodes are the turn slots of the ``ScopeIndex`` (an empty slot — a deleted trace —
+    is a node with no edges that no search returns; ``alive`` says which). Per-turn data (text,
+    dates, state assertions, terms) is computed once per changed turn; scope-wide summaries
+    (speakers, term document frequencies, supersession, episode titles) are kept by counts or
+    recomputed from those per-turn pieces, never from the traces again.
+    """
+
+    def __init__(self, index: ScopeIndex) -> None:
+        self.index = index
+        self.graph = EntityGraph()
+        self.hier = Hierarchy(index)
+        self.turn_rowid = np.zeros(0, dtype=np.int64)
+        self.question_like = np.zeros(0, dtype=bool)
+        self.turn_session_name = np.zeros(0, dtype=object)
+        self.turn_time = np.zeros(0, dtype=object)
+        self.turn_text: list[str] = []
+        self.turn_lower: list[str] = []  # text plus attachment captions, lower-cased once
+        self.turn_speaker: list[str | None] = []
+        self.turn_dates: list[list[tuple[dt.date, dt.date]]] = []  # session date and dates mentioned
+        self.turn_terms: list[frozenset[str]] = []  # distinct index tokens per turn (query coverage)
+        self.annotations: dict[int, list[TimeSpan]] = {}  # resolved relative expressions per turn
+        self.term_df: Counter = Counter()  # live turns containing each token
+        self.subject_cache: dict[str | None, np.ndarray] = {}
+        self._speaker_counts: Counter = Counter()
+        self._assertions: dict[int, list] = {}
+        self._order: dict[int, tuple] = {}
+        self._superseded: dict[int, int] | None = {}
+        self._titles: tuple[int, dict[int, str], dict[int, float], dict[int, list[int]]] | None = None
+        self.version = 0
+
+    # -- reads --------------------------------------------------------------------------
     @property
     def n_turns(self) -> int:
-        return self.graph.n_turns
+        return self.index.n_slots
+
+    @property
+    def alive(self) -> np.ndarray:
+        return self.index.turns.alive.view()
+
+    @property
+    def n_live(self) -> int:
+        return self.index.n_live_turns
+
+    @property
+    def speakers(self) -> list[str]:
+        return sorted(s for s, c in self._speaker_counts.items() if c > 0 and s)
+
+    @property
+    def superseded_by(self) -> dict[int, int]:
+        if self._superseded is None:
+            self._superseded = supersession(self._assertions, self._order)
+        return self._superseded
+
+    @property
+    def session_titles(self) -> dict[int, str]:
+        """Session id → normalized name, for names that are words (a page, a thread)."""
+        return self._title_data()[1]
+
+    @property
+    def title_strength(self) -> dict[int, float]:
+        """How fully a query naming the title names that episode."""
+        return self._title_data()[2]
+
+    @property
+    def titled_turns(self) -> dict[int, list[int]]:
+        """Graph entity id → turn nodes of the episode named after it."""
+        return self._title_data()[3]
+
+    def trace(self, node: int) -> Trace:
+        return self.index.trace_of_slot(node)
+
+    # -- writes -------------------------------------------------------------------------
+    def update(self, change: Change) -> None:
+        index = self.index
+        n = index.n_slots
+        self._grow(n)
+        vocabulary = index.vocabulary.terms
+        for slot in change.turns_killed + change.turns_set:
+            self._forget(slot)
+        for slot in change.turns_set:
+            trace = index.trace_of_slot(slot)
+            self.turn_rowid[slot] = int(trace.id[1:])
+            self.turn_text[slot] = trace.text
+            self.turn_lower[slot] = " ".join([trace.text, *trace.attachments]).lower()  # captions count
+            self.turn_speaker[slot] = trace.speaker
+            self.question_like[slot] = trace.text.rstrip().endswith("?")
+            self.turn_session_name[slot] = trace.session
+            self.turn_time[slot] = trace.event_time or trace.session_time or trace.recorded_at
+            anchor = parse_anchor(trace.event_time or trace.session_time)
+            ranges = [(anchor, anchor)] if anchor else []
+            spans = resolve_relative(trace.text, anchor)
+            if spans:
+                self.annotations[slot] = spans
+                ranges += [(s.first, s.last) for s in spans]
+            self.turn_dates[slot] = ranges
+            found = state_assertions(trace.text, trace.speaker)
+            if found:
+                self._assertions[slot] = found
+            self._order[slot] = (trace.event_time or trace.session_time or trace.recorded_at, trace.seq,
+                                 int(trace.id[1:]))
+            tokens = index.turns.tokens[slot]
+            terms = frozenset(vocabulary[t] for t in tokens.tolist()) if tokens is not None else frozenset()
+            self.turn_terms[slot] = terms
+            self.term_df.update(terms)
+            self._speaker_counts[trace.speaker] += 1
+        self.hier.update(change)
+        self.graph.update(index, change, self.hier.next_turn.view())
+        self._superseded = None
+        self._titles = None
+        changed = np.asarray(sorted(set(change.turns_set) | set(change.turns_killed)), dtype=np.int64)
+        for subject, cached in list(self.subject_cache.items()):
+            grown = np.ones(n)
+            grown[:len(cached)] = cached
+            if len(changed):
+                grown[changed] = subject_compat([self.turn_speaker[i] for i in changed.tolist()],
+                                                [self.turn_lower[i] for i in changed.tolist()], subject)
+            self.subject_cache[subject] = grown
+        self.version += 1
+
+    def _grow(self, n: int) -> None:
+        old = len(self.turn_text)
+        if n <= old:
+            return
+        extra = n - old
+        self.turn_rowid = np.concatenate([self.turn_rowid, np.full(extra, -1, dtype=np.int64)])
+        self.question_like = np.concatenate([self.question_like, np.zeros(extra, dtype=bool)])
+        self.turn_session_name = np.concatenate([self.turn_session_name, np.full(extra, None, dtype=object)])
+        self.turn_time = np.concatenate([self.turn_time, np.full(extra, "", dtype=object)])
+        self.turn_text += [""] * extra
+        self.turn_lower += [""] * extra
+        self.turn_speaker += [None] * extra
+        self.turn_dates += [[] for _ in range(extra)]
+        self.turn_terms += [frozenset()] * extra
+
+    def _forget(self, slot: int) -> None:
+        if self.turn_rowid[slot] < 0:
+            return
+        self.term_df.subtract(self.turn_terms[slot])
+        self._speaker_counts[self.turn_speaker[slot]] -= 1
+        self.turn_rowid[slot] = -1
+        self.turn_text[slot] = ""
+        self.turn_lower[slot] = ""
+        self.turn_speaker[slot] = None
+        self.question_like[slot] = False
+        self.turn_session_name[slot] = None
+        self.turn_time[slot] = ""
+        self.turn_dates[slot] = []
+        self.turn_terms[slot] = frozenset()
+        self.annotations.pop(slot, None)
+        self._assertions.pop(slot, None)
+        self._order.pop(slot, None)
+
+    def _title_data(self) -> tuple[int, dict[int, str], dict[int, float], dict[int, list[int]]]:
+        if self._titles is None or self._titles[0] != self.version:
+            index = self.index
+            names = index.sessions
+            live = [sid for sid, turns in enumerate(index.session_turns) if turns]
+            titles = {sid: _title_key(names[sid]) for sid in live}
+            # Machine ids ("session_12", "s1", UUIDs) name nothing a query could say.
+            titles = {sid: t for sid, t in titles.items() if t}
+            strength = _title_strength(names, titles)
+            titled: dict[int, list[int]] = {}
+            for sid, title in titles.items():
+                key = self.graph.alias.get(title, title)
+                j = self.graph.entity_index.get(key)
+                if j is not None and self.graph.entity_df[j] > 0:
+                    titled.setdefault(j, []).extend(index.session_turns[sid])
+            self._titles = (self.version, titles, strength, titled)
+        return self._titles
 
 
-def prepare(snap: ScopeSnapshot, alias: dict[str, str]) -> PreparedScope:
-    graph = build_graph(snap, alias)
-    hier = build_hierarchy(snap)
-    turns = snap.units_of("turn")
-    rowids = np.asarray([snap.rowids[int(u)][0] for u in turns], dtype=np.int64)
-    traces = [snap.traces[int(r)] for r in rowids]
-    texts = [t.text for t in traces]
-    speakers_per_turn = [t.speaker for t in traces]
-    question_like = np.asarray([t.text.rstrip().endswith("?") for t in traces])
-    turn_dates: list[list[tuple[dt.date, dt.date]]] = []
-    annotations: dict[int, list[TimeSpan]] = {}
-    assertions = {}
-    order = {}
-    for node, trace in enumerate(traces):
-        anchor = parse_anchor(trace.event_time or trace.session_time)
-        ranges = [(anchor, anchor)] if anchor else []
-        spans = resolve_relative(trace.text, anchor)
-        if spans:
-            annotations[node] = spans
-            ranges += [(s.first, s.last) for s in spans]
-        turn_dates.append(ranges)
-        found = state_assertions(trace.text, trace.speaker)
-        if found:
-            assertions[node] = found
-        order[node] = (trace.event_time or trace.session_time or trace.recorded_at, trace.seq, node)
-    speakers = sorted({s for s in speakers_per_turn if s})
-    titles = {i: normalize_title(name) for i, name in enumerate(hier.sessions)}
-    # Machine ids ("session_12", "s1", UUIDs) name nothing a query could say.
-    titles = {i: t for i, t in titles.items() if re.search(r"[a-z]{3}", t) and not re.search(r"\d", t)}
-    searchable = [" ".join([t.text, *t.attachments]).lower() for t in traces]  # captions count
-    strength = _title_strength(hier.sessions, titles)
-    turn_terms = [frozenset(snap.tokens[int(u)]) for u in turns]
-    term_df = Counter(term for terms in turn_terms for term in terms)
-    session_names = np.asarray([t.session for t in traces], dtype=object)
-    times = np.asarray([t.event_time or t.session_time or t.recorded_at for t in traces], dtype=object)
-    return PreparedScope(snap, graph, hier, speakers, rowids, texts, searchable,
-                         speakers_per_turn, session_names, times,
-                         question_like, turn_dates, annotations, supersession(assertions, order),
-                         titles, strength, _titled_turns(graph, hier, titles), turn_terms, dict(term_df))
+def prepare(index: ScopeIndex) -> PreparedScope:
+    """A PreparedScope holding everything ``index`` holds now."""
+    prep = PreparedScope(index)
+    everything = Change(turns_set=[int(s) for s in index.turns.live()],
+                        units_set={lvl: [int(s) for s in index.levels[lvl].live()] for lvl in LEVELS if lvl != "turn"},
+                        units_killed={lvl: [] for lvl in LEVELS if lvl != "turn"},
+                        sessions=set(range(len(index.sessions))))
+    prep.update(everything)
+    return prep
+
+
+@lru_cache(maxsize=65536)
+def _title_key(name: str) -> str:
+    title = normalize_title(name)
+    return title if re.search(r"[a-z]{3}", title) and not re.search(r"\d", title) else ""
 
 
 def _title_strength(names: list[str], titles: dict[int, str]) -> dict[int, float]:
@@ -94,15 +218,3 @@ def _title_strength(names: list[str], titles: dict[int, str]) -> dict[int, float
     plain = {title for sid, title in titles.items() if "(" not in names[sid]}
     return {sid: DISAMBIGUATED_TITLE if "(" in names[sid] and title in plain else 1.0
             for sid, title in titles.items()}
-
-
-def _titled_turns(graph: EntityGraph, hier: Hierarchy, titles: dict[int, str]) -> dict[int, list[int]]:
-    by_session: dict[int, list[int]] = {}
-    for node, sid in enumerate(hier.turn_session):
-        by_session.setdefault(int(sid), []).append(node)
-    out: dict[int, list[int]] = {}
-    for sid, title in titles.items():
-        key = graph.alias.get(title, title)
-        if key in graph.entity_index:
-            out.setdefault(graph.entity_index[key], []).extend(by_session.get(sid, []))
-    return out

@@ -1,4 +1,12 @@
-"""Per-scope retrieval service: keeps a prepared snapshot per scope version and runs the engine."""
+"""Per-scope retrieval service: keeps each scope's prepared index current and runs the engine.
+
+A scope's ``PreparedScope`` lives as long as the ``Memory``. Before a search, the scope's
+sessions that changed since the index's version (in this process or any other) are read in one
+read transaction and applied slot by slot (``ScopeIndex.apply`` → ``PreparedScope.update``):
+the cost follows what changed, not the size of the scope. A wipe (``delete_scope``,
+``reindex``) makes the next search build the index anew. Each scope has its own lock: a
+search and an update of the same scope never interleave, other scopes are not held up.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +16,12 @@ from typing import Any
 
 from ..config import RetrievalConfig
 from ..errors import InvalidInput
-from ..indexes.snapshot import load_snapshot
+from ..indexes.scope_index import ScopeIndex, session_batches
 from ..store import validate
 from ..types import Evidence, Scope
 from .engine import Engine, SearchResult
-from .prepared import PreparedScope, prepare
+from .prepared import PreparedScope
 from .render import RenderedContext, render
-
-
-ALIAS_LABELS = frozenset({"PERSON", "NAME"})
 
 
 class Retriever:
@@ -26,35 +31,48 @@ class Retriever:
         self.encoders = encoders
         self.config = config
         self._prepared: dict[tuple[str, str], PreparedScope] = {}
-        self._lock = threading.Lock()
+        self._locks: dict[tuple[str, str], threading.RLock] = {}
+        self._locks_guard = threading.Lock()
         self._engine: Engine | None = None
+        self._engine_lock = threading.Lock()
 
     def engine(self) -> Engine:
-        if self._engine is None:
-            from ..encoders.tokenize import tokenize
-            self._engine = Engine(self.config, tokenize, self.encoders.embedder.encode_query)
-        return self._engine
+        with self._engine_lock:
+            if self._engine is None:
+                from ..encoders.tokenize import tokenize
+                self._engine = Engine(self.config, tokenize, self.encoders.embedder.encode_query)
+            return self._engine
+
+    def lock(self, scope: Scope) -> threading.RLock:
+        with self._locks_guard:
+            return self._locks.setdefault(scope.key, threading.RLock())
 
     def prepared(self, scope: Scope) -> PreparedScope:
-        """The scope's prepared snapshot, refreshed first if any of its traces changed."""
-        with self._lock:
+        """The scope's prepared index, brought up to date with the store first."""
+        with self.lock(scope):
             if self.indexer.pending_sessions(scope):
                 self.indexer.refresh(scope)
-            version = self.store.scope_version(scope)
-            cached = self._prepared.get(scope.key)
-            if cached is not None and cached.snap.version == version:
-                return cached
-            from ..encoders.aliases import link_aliases
-            from ..encoders.tokenize import tokenize_many
-            snap = load_snapshot(self.store, scope, tokenize_many)
-            # Only names take aliases ("mel" → "melanie"); a noun phrase is no nickname.
-            counts: dict[str, int] = {}
-            for _, entity, count in snap.mentions:
-                if snap.entity_label.get(entity) in ALIAS_LABELS:
-                    counts[entity] = counts.get(entity, 0) + count
-            prep = prepare(snap, link_aliases(sorted(counts), counts))
+            prep = self._prepared.get(scope.key)
+            if prep is not None and prep.index.version == self.store.scope_version(scope):
+                return prep
+            known = set(prep.index.entity_row) if prep is not None else set()
+            delta = self.store.read_changes(scope, prep.index.version if prep is not None else 0, known)
+            if prep is None or delta["full"]:
+                from ..encoders.tokenize import tokenize_many
+                prep = PreparedScope(ScopeIndex(scope, tokenize_many))
+                if known:
+                    delta = self.store.read_changes(scope, 0, set())
+            index = prep.index
+            index.add_entity_vectors({name: _vector(blob) for name, blob in delta["entities"].items()})
+            prep.update(index.apply(session_batches(delta)))
+            index.version = delta["version"]
             self._prepared[scope.key] = prep
             return prep
+
+    def forget(self, scope: Scope) -> None:
+        """Drop the scope's in-memory index (the next search builds it again)."""
+        with self.lock(scope):
+            self._prepared.pop(scope.key, None)
 
     def search(self, scope: Scope, query: Any, *, k: int, session: str | None, as_of: Any,
                filters: dict[str, Any] | None) -> SearchResult:
@@ -65,17 +83,27 @@ class Retriever:
         allowed = None
         if filters:
             allowed = {int(t.id[1:]) for t in self.store.list(scope, metadata=filters)}
-        prep = self.prepared(scope)
-        return self.engine().search(prep, query, k=k, session=session,
-                                    as_of=dt.datetime.fromisoformat(cutoff) if cutoff else None,
-                                    allowed_rowids=allowed)
+        engine = self.engine()
+        with self.lock(scope):
+            prep = self.prepared(scope)
+            return engine.search(prep, query, k=k, session=session,
+                                 as_of=dt.datetime.fromisoformat(cutoff) if cutoff else None,
+                                 allowed_rowids=allowed)
 
     def render(self, scope: Scope, evidence: list[Evidence], budget_tokens: int | None) -> RenderedContext:
-        prep = self._prepared.get(scope.key)
         captions = {}
-        if prep is not None:
-            for ev in evidence:
-                trace = prep.snap.traces.get(int(ev.trace_ids[0][1:]))
-                if trace is not None and trace.attachments:
-                    captions[trace.id] = trace.attachments
+        with self.lock(scope):
+            prep = self._prepared.get(scope.key)
+            if prep is not None:
+                for ev in evidence:
+                    slot = prep.index.slot_of_rowid.get(int(ev.trace_ids[0][1:]))
+                    trace = prep.index.traces[slot] if slot is not None else None
+                    if trace is not None and trace.attachments:
+                        captions[trace.id] = trace.attachments
         return render(evidence, budget_tokens=budget_tokens, captions=captions)
+
+
+def _vector(blob: bytes):
+    import numpy as np
+
+    return np.frombuffer(blob, dtype=np.float32)

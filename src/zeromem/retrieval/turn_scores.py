@@ -24,10 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..indexes.units import LEVELS
-from ..views.csr import row_slices
 from ..views.graph import graph_scores
 from ..views.hierarchy import lift_onto, lift_to_turns
-from .fuse import floor_of, normalize, rescale, top_indices
+from .fuse import floor_of, normalize_live, rescale, top_indices
 from .prepared import PreparedScope
 
 LEXICAL_SHARE = 0.5  # within a level: BM25 vs dense
@@ -42,20 +41,33 @@ class TurnScores:
     nodes: np.ndarray | None  # the turns that were scored (the rest are 0); None: all of them
 
 
+def _level_arrays(prep: PreparedScope, level: str, qtokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(BM25 of every slot of ``level``, its live slots)."""
+    units = prep.index.levels[level]
+    return _fit(units.lexical.scores(qtokens), units.size), units.live()
+
+
+def _fit(values: np.ndarray, size: int) -> np.ndarray:
+    if len(values) >= size:
+        return values[:size]
+    out = np.zeros(size, dtype=values.dtype)
+    out[:len(values)] = values
+    return out
+
+
 def score_every_turn(prep: PreparedScope, qtokens: list[str], qvec: np.ndarray,
                      aligned: dict[int, float], *, damping: float,
                      lexical_share: float = LEXICAL_SHARE) -> TurnScores:
-    snap = prep.snap
+    index = prep.index
     level_scores: dict[str, np.ndarray] = {}
     dense_cosine = np.zeros(prep.n_turns)
     for level in LEVELS:
-        if level not in snap.lexical:
-            continue
-        lex = normalize(snap.lexical[level].scores(qtokens))
-        cos = snap.dense[level].scores(qvec)
+        lex, live = _level_arrays(prep, level, qtokens)
+        units = index.levels[level]
+        cos = _fit(units.dense.scores(qvec), units.size)
         if level == "turn":
-            dense_cosine = cos
-        level_scores[level] = lexical_share * lex + (1 - lexical_share) * normalize(cos)
+            dense_cosine = np.where(units.alive.view(), cos, 0.0)
+        level_scores[level] = lexical_share * normalize_live(lex, live) + (1 - lexical_share) * normalize_live(cos, live)
     turn_level = level_scores["turn"]
     ppr = graph_scores(prep.graph, aligned, _seeds(np.arange(len(turn_level)), turn_level),
                        damping=damping)
@@ -66,28 +78,32 @@ def score_candidate_turns(prep: PreparedScope, qtokens: list[str], qvec: np.ndar
                           aligned: dict[int, float], *, damping: float, per_source: int,
                           required: np.ndarray, eligible: np.ndarray,
                           lexical_share: float = LEXICAL_SHARE) -> TurnScores:
-    snap, hier, n = prep.snap, prep.hier, prep.n_turns
-    bm25 = {level: snap.lexical[level].scores(qtokens) for level in LEVELS if level in snap.lexical}
+    index, hier, n = prep.index, prep.hier, prep.n_turns
+    bm25: dict[str, np.ndarray] = {}
+    live_of: dict[str, np.ndarray] = {}
+    for level in LEVELS:
+        bm25[level], live_of[level] = _level_arrays(prep, level, qtokens)
+    dense = {level: index.levels[level].dense for level in LEVELS}
 
-    nearest, nearest_cos = snap.dense["turn"].candidates(qvec, 2 * per_source)
+    nearest, nearest_cos = dense["turn"].candidates(qvec, 2 * per_source)
     norms: dict[str, tuple[float, float, float, float]] = {}  # per level, computed once
     turn_cos = np.full(n, np.nan)  # the turn level is asked twice: score each turn once
 
     def cosines(level: str, units: np.ndarray) -> np.ndarray:
         if level != "turn":
-            return snap.dense[level].scores_of(qvec, units)
+            return dense[level].scores_of(qvec, units)
         missing = units[np.isnan(turn_cos[units])]
-        turn_cos[missing] = snap.dense["turn"].scores_of(qvec, missing)
+        turn_cos[missing] = dense["turn"].scores_of(qvec, missing)
         return turn_cos[units]
 
     def level_scores(level: str, units: np.ndarray) -> np.ndarray:
         if level not in norms:
-            lex, sample = bm25[level], snap.dense[level].sample_scores(qvec)
+            lex, sample = bm25[level][live_of[level]], dense[level].sample_scores(qvec)
             cos_top = float(sample.max(initial=0.0))
             if level == "turn":
                 cos_top = max(cos_top, float(nearest_cos.max(initial=0.0)))
-            norms[level] = (floor_of(lex), float(lex.max()), floor_of(sample) if sample.size else 0.0,
-                            cos_top)
+            norms[level] = (floor_of(lex) if lex.size else 0.0, float(lex.max(initial=0.0)),
+                            floor_of(sample) if sample.size else 0.0, cos_top)
         lex_floor, lex_top, cos_floor, cos_top = norms[level]
         cos = cosines(level, units)
         return (lexical_share * rescale(bm25[level][units], lex_floor, lex_top)
@@ -96,7 +112,7 @@ def score_candidate_turns(prep: PreparedScope, qtokens: list[str], qvec: np.ndar
     # Turns a filter (session, time, metadata) excludes cannot be evidence: a narrow filter
     # makes every eligible turn a candidate, a wide one is applied to the turn rankings.
     allowed = np.flatnonzero(eligible)
-    everyone = len(allowed) == n
+    everyone = len(allowed) == len(live_of["turn"])
 
     def best(scores: np.ndarray) -> np.ndarray:
         return _best(scores if everyone else np.where(eligible, scores, 0.0), per_source)
@@ -105,16 +121,18 @@ def score_candidate_turns(prep: PreparedScope, qtokens: list[str], qvec: np.ndar
         sources = [allowed, required]
     else:
         sources = [best(bm25["turn"]), nearest[eligible[nearest]][:per_source], required]
-    if "span" in bm25:
-        sources.append(hier.span_turn[_best(bm25["span"], per_source)])
-    if "window" in bm25:
-        positions, _ = row_slices(hier.window_turn_ptr, _best(bm25["window"], per_source))
-        sources.append(hier.turns_by_window[positions])
+    if len(live_of["span"]):
+        sources.append(hier.span_turn.view()[_best(bm25["span"], per_source)])
+    if len(live_of["window"]):
+        windows = _best(bm25["window"], per_source)
+        sources.append(np.asarray([t for w in windows.tolist() for t in hier.turns_of_window[w]], dtype=np.int64))
     found = _union(sources)
+    found = found[prep.alive[found]]
     # PPR restarts at the best of these turns, then brings in the turns it reaches.
     ppr = graph_scores(prep.graph, aligned, _seeds(found, level_scores("turn", found)),
                        damping=damping, local=True)
-    nodes = _union([found, best(ppr)])
+    best_ppr = best(ppr)
+    nodes = _union([found, best_ppr[prep.alive[best_ppr]]])
 
     lifted = {}
     for level, values in lift_onto(hier, nodes, level_scores).items():

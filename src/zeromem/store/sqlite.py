@@ -7,77 +7,51 @@ to one file: SQLite serializes them and ``busy_timeout`` plus a bounded retry ab
 
 from __future__ import annotations
 
+import builtins
 import datetime as dt
 import json
 import re
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from ..errors import InvalidInput, NotFound, StoreError
 from ..types import HistoryEvent, Scope, Trace
 from . import validate
-from .derived import purge_units_of_trace
+from .base import (
+    CleanDraft,
+    TraceDraft,
+    TraceStoreBase,
+    check_meta_key,
+    check_meta_value,
+    not_found_message,
+    parse_trace_id,
+    scope_key,
+    scope_meta_suffix,
+    trace_id,
+)
+from .derived import purge_units_of_trace, read_changes
 from .schema import migrate
 
-_ID_RE = re.compile(r"^t(\d{1,18})$")
+__all__ = ["SQLiteStore", "TraceDraft", "TraceStore", "parse_trace_id", "trace_id"]
+
 _META_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LOCK_RETRIES = 20
-
-
-@dataclass(slots=True)
-class TraceDraft:
-    """What a caller supplies for a new trace; checked and normalized before storing."""
-
-    text: Any
-    session: Any = None
-    speaker: Any = None
-    role: Any = None
-    session_time: Any = None
-    event_time: Any = None
-    seq: Any = None
-    source_id: Any = None
-    metadata: Any = None
-    attachments: Any = None
-
-
-@dataclass(slots=True)
-class _CleanDraft:
-    text: str
-    session: str
-    has_session: bool
-    speaker: str | None
-    role: str
-    session_time: str | None
-    event_time: str | None
-    seq: int | None
-    source_id: str | None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    attachments: tuple[str, ...] = ()
-
-
-def trace_id(rowid: int) -> str:
-    return f"t{rowid}"
-
-
-def parse_trace_id(value: Any) -> int:
-    if not isinstance(value, str):
-        raise InvalidInput(f"a trace id is a string like 't42', got {type(value).__name__}")
-    match = _ID_RE.match(value.strip())
-    if not match:
-        raise NotFound(f"no trace with id {value!r}: ids look like 't42' (see `zeromem list`)")
-    return int(match.group(1))
+# What a failed statement can raise besides sqlite3's own errors: a value the driver cannot
+# bind (an int over 64 bits, a lone surrogate). Input checks refuse these first; this is the
+# backstop that keeps such a failure a rolled-back StoreError.
+_WRITE_ERRORS = (sqlite3.Error, OverflowError, UnicodeError)
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
 
 
-class TraceStore:
+class SQLiteStore(TraceStoreBase):
     """Verbatim traces, their history, scope versions, and the connection for derived tables."""
 
     def __init__(self, path: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
@@ -106,16 +80,23 @@ class TraceStore:
                 raise
             raise StoreError(f"cannot open {self.path} as a zeromem store: {exc}") from None
         self._lock = threading.RLock()
+        self._closed = False
 
     # -- plumbing -----------------------------------------------------------------------
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self.conn.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"the store {self.path} is closed: open it again (a new Memory)")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic write: BEGIN IMMEDIATE, retried while another writer holds the lock."""
         with self._lock:
+            self._check_open()
             for attempt in range(_LOCK_RETRIES):
                 try:
                     self.conn.execute("BEGIN IMMEDIATE")
@@ -128,7 +109,7 @@ class TraceStore:
                 raise StoreError(f"{self.path} stayed locked by another writer; try again")
             try:
                 yield self.conn
-            except sqlite3.DatabaseError as exc:
+            except _WRITE_ERRORS as exc:
                 self._rollback()
                 raise StoreError(f"write failed on {self.path}, nothing was changed: {exc}") from None
             except BaseException:
@@ -147,81 +128,48 @@ class TraceStore:
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
 
+    def read_changes(self, scope: Scope, since: int, known_entities: set[str]) -> dict:
+        """The derived rows an in-memory index at version ``since`` lacks, read in one read
+        transaction: a consistent version of the scope, whatever other writers do meanwhile
+        (WAL readers see the database as of their first read). See ``derived.read_changes``."""
+        user, agent = scope_key(scope)
+        with self._lock:
+            try:
+                self.conn.execute("BEGIN")
+                try:
+                    out = read_changes(self.conn, user, agent, since, known_entities, _COLUMNS)
+                finally:
+                    self.conn.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"read failed on {self.path}: {exc}") from None
+        out["traces"] = [_row_to_trace(row) for row in out["traces"]]
+        return out
+
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
+            self._check_open()
             try:
                 return self.conn.execute(sql, params).fetchall()
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"read failed on {self.path}: {exc}") from None
 
     # -- writes -------------------------------------------------------------------------
-    def clean(self, draft: TraceDraft) -> _CleanDraft:
-        limit = self.max_text_chars
-        session = validate.clean_optional_str(draft.session, "session")
-        seq = draft.seq
-        if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 0):
-            raise InvalidInput(f"seq must be a non-negative int, got {seq!r}")
-        return _CleanDraft(
-            text=validate.clean_text(draft.text, max_chars=limit),
-            session=session or "",
-            has_session=session is not None,
-            speaker=validate.clean_optional_str(draft.speaker, "speaker"),
-            role=validate.clean_role(draft.role),
-            session_time=validate.clean_time(draft.session_time, "session_time"),
-            event_time=validate.clean_time(draft.event_time, "event_time"),
-            seq=seq,
-            source_id=validate.clean_optional_str(draft.source_id, "source_id"),
-            metadata=validate.clean_metadata(draft.metadata),
-            attachments=validate.clean_attachments(draft.attachments, max_chars=limit),
-        )
-
-    def add_many(self, drafts: Sequence[TraceDraft], scope: Scope) -> list[str]:
-        """Validate every draft first, then store all of them in one transaction."""
-        if not isinstance(drafts, (list, tuple)):
-            raise InvalidInput("add_many takes a list of traces")
-        cleaned = []
-        for index, draft in enumerate(drafts):
-            try:
-                cleaned.append(self.clean(draft))
-            except InvalidInput as exc:
-                raise InvalidInput(f"trace #{index}: {exc}") from None
-        if not cleaned:
-            return []
-        user, agent = _scope_key(scope)
+    def add_batches(self, batches: Sequence[tuple[Sequence[TraceDraft], Scope]]) -> list[list[str]]:
+        """Check every draft of every batch first, then store all of them in one transaction."""
+        cleaned = self.clean_batches(batches)
+        if not any(drafts for drafts, _ in cleaned):
+            return [[] for _ in cleaned]
         now = _now()
-        ids: list[str] = []
+        out: list[list[str]] = []
         with self.transaction() as conn:
-            next_seq: dict[str, int] = {}
-            for item in cleaned:
-                if item.seq is None:
-                    if item.session not in next_seq:
-                        row = conn.execute(
-                            "SELECT MAX(seq) FROM traces WHERE user_key=? AND agent_key=? AND session=?",
-                            (user, agent, item.session)).fetchone()
-                        next_seq[item.session] = -1 if row[0] is None else row[0]
-                    next_seq[item.session] += 1
-                    seq = next_seq[item.session]
-                else:
-                    seq = item.seq
-                    next_seq[item.session] = max(next_seq.get(item.session, -1), seq)
-                meta = json.dumps(item.metadata, ensure_ascii=False, sort_keys=True)
-                cur = conn.execute(
-                    "INSERT INTO traces (user_key, agent_key, session, seq, text, speaker, role,"
-                    " session_time, event_time, recorded_at, source_id, metadata, attachments,"
-                    " has_session) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (user, agent, item.session, seq, item.text, item.speaker, item.role,
-                     item.session_time, item.event_time, now, item.source_id, meta,
-                     json.dumps(list(item.attachments), ensure_ascii=False), int(item.has_session)))
-                rowid = cur.lastrowid
-                conn.execute(
-                    "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at,"
-                    " new_text, new_metadata) VALUES (?,?,?,?,?,?,?)",
-                    (rowid, user, agent, "add", now, item.text, meta))
-                ids.append(trace_id(rowid))
-            for session in next_seq:
-                _mark_dirty(conn, user, agent, session)
-            _bump_version(conn, user, agent)
-        return ids
+            touched: set[tuple[str, str]] = set()
+            for drafts, (user, agent) in cleaned:
+                out.append(_insert(conn, drafts, user, agent, now))
+                if drafts:
+                    touched.add((user, agent))
+            for user, agent in sorted(touched):
+                _bump_version(conn, user, agent)
+        return out
 
     def update(self, tid: str, scope: Scope, *, text: Any = None, metadata: Any = None) -> Trace:
         """Replace text and/or metadata; the previous version stays in the history."""
@@ -230,7 +178,7 @@ class TraceStore:
         new_text = validate.clean_text(text, max_chars=self.max_text_chars) if text is not None else None
         new_meta = validate.clean_metadata(metadata) if metadata is not None else None
         rowid = parse_trace_id(tid)
-        user, agent = _scope_key(scope)
+        user, agent = scope_key(scope)
         with self.transaction() as conn:
             old_text, old_meta, session = _owned_row(conn, rowid, tid, scope)
             text_out = new_text if new_text is not None else old_text
@@ -250,7 +198,7 @@ class TraceStore:
     def delete(self, tid: str, scope: Scope) -> None:
         """Remove a trace from the record (its history keeps a 'delete' event)."""
         rowid = parse_trace_id(tid)
-        user, agent = _scope_key(scope)
+        user, agent = scope_key(scope)
         with self.transaction() as conn:
             row = _owned_row(conn, rowid, tid, scope)
             conn.execute("DELETE FROM traces WHERE rowid_=?", (rowid,))
@@ -263,24 +211,52 @@ class TraceStore:
             _bump_version(conn, user, agent)
 
     def delete_scope(self, scope: Scope) -> int:
-        """Remove every trace, history event and derived unit of one scope; returns the count."""
-        user, agent = _scope_key(scope)
+        """Remove every trace, history event, derived row and per-scope fact (the embedder
+        fingerprint) of one scope; returns the number of traces removed."""
+        user, agent = scope_key(scope)
+        suffix = scope_meta_suffix(scope)
         with self.transaction() as conn:
             count = conn.execute("DELETE FROM traces WHERE user_key=? AND agent_key=?",
                                  (user, agent)).rowcount
-            for table in ("trace_history", "units", "dirty_sessions", "entity_vectors"):
+            for table in ("trace_history", "units", "dirty_sessions", "entity_vectors",
+                          "session_changes", "scope_snapshots"):
                 conn.execute(f"DELETE FROM {table} WHERE user_key=? AND agent_key=?", (user, agent))
-            _bump_version(conn, user, agent)
+            conn.execute("DELETE FROM store_meta WHERE instr(key, ':') > 0"
+                         " AND substr(key, instr(key, ':') + 1) = ?", (suffix,))
+            _bump_version(conn, user, agent, reset=True)
         return count
+
+    # -- per-file facts -------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        rows = self.read("SELECT value FROM store_meta WHERE key=?", (check_meta_key(key),))
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        key, value = check_meta_key(key), check_meta_value(value)
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO store_meta (key, value) VALUES (?, ?)"
+                         " ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    def setdefault_meta(self, key: str, value: str) -> str:
+        key, value = check_meta_key(key), check_meta_value(value)
+        with self.transaction() as conn:
+            conn.execute("INSERT OR IGNORE INTO store_meta (key, value) VALUES (?, ?)", (key, value))
+            stored: str = conn.execute("SELECT value FROM store_meta WHERE key=?", (key,)).fetchone()[0]
+        return stored
+
+    def delete_meta(self, key: str) -> bool:
+        key = check_meta_key(key)
+        with self.transaction() as conn:
+            return conn.execute("DELETE FROM store_meta WHERE key=?", (key,)).rowcount > 0
 
     # -- reads --------------------------------------------------------------------------
     def get(self, tid: str, scope: Scope) -> Trace:
         rowid = parse_trace_id(tid)
-        user, agent = _scope_key(scope)
+        user, agent = scope_key(scope)
         rows = self.read(f"SELECT {_COLUMNS} FROM traces WHERE rowid_=? AND user_key=? AND agent_key=?",
                          (rowid, user, agent))
         if not rows:
-            raise NotFound(_not_found(tid, scope))
+            raise NotFound(not_found_message(tid, scope))
         return _row_to_trace(rows[0])
 
     def get_rowids(self, rowids: Sequence[int]) -> dict[int, Trace]:
@@ -297,7 +273,7 @@ class TraceStore:
              until: Any = None, metadata: dict[str, Any] | None = None,
              limit: int | None = None, offset: int = 0) -> list[Trace]:
         """Traces of one scope in (session, seq) order, optionally filtered."""
-        user, agent = _scope_key(scope)
+        user, agent = scope_key(scope)
         where = ["user_key=?", "agent_key=?"]
         params: list[Any] = [user, agent]
         if session is not None:
@@ -310,7 +286,7 @@ class TraceStore:
         if until is not None:
             where.append(f"{time_expr} <= ?")
             params.append(validate.clean_time(until, "until"))
-        for key, value in validate.clean_metadata(metadata).items():
+        for key, value in validate.clean_metadata(metadata, "metadata filter").items():
             if not _META_KEY_RE.match(key):
                 raise InvalidInput(f"metadata filter key {key!r} must be a plain identifier")
             if not isinstance(value, (str, int, float, bool)) and value is not None:
@@ -320,10 +296,12 @@ class TraceStore:
             else:
                 where.append(f"json_extract(metadata, '$.{key}') = ?")
                 params.append(int(value) if isinstance(value, bool) else value)
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise InvalidInput(f"limit must be a non-negative int, got {limit!r}")
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInput(f"offset must be a non-negative int, got {offset!r}")
+        for name, number in (("limit", limit), ("offset", offset)):
+            if number is None and name == "limit":
+                continue
+            if (isinstance(number, bool) or not isinstance(number, int) or number < 0
+                    or number > validate.MAX_INT):
+                raise InvalidInput(f"{name} must be a non-negative int below 2**63, got {number!r}")
         sql = (f"SELECT {_COLUMNS} FROM traces WHERE {' AND '.join(where)} "
                f"ORDER BY session_time IS NULL, session_time, session, seq, rowid_")
         if limit is not None or offset:
@@ -331,31 +309,31 @@ class TraceStore:
             sql += f" LIMIT {-1 if limit is None else int(limit)} OFFSET {int(offset)}"
         return [_row_to_trace(row) for row in self.read(sql, params)]
 
-    def history(self, tid: str, scope: Scope) -> list[HistoryEvent]:
+    def history(self, tid: str, scope: Scope) -> builtins.list[HistoryEvent]:
         rowid = parse_trace_id(tid)
-        user, agent = _scope_key(scope)
+        user, agent = scope_key(scope)
         rows = self.read(
             "SELECT event, at, old_text, new_text, old_metadata, new_metadata FROM trace_history"
             " WHERE trace_rowid=? AND user_key=? AND agent_key=? ORDER BY id", (rowid, user, agent))
         if not rows:
-            raise NotFound(_not_found(tid, scope))
+            raise NotFound(not_found_message(tid, scope))
         return [HistoryEvent(tid, ev, at, old, new, _load(om), _load(nm))
                 for ev, at, old, new, om, nm in rows]
 
     def scope_version(self, scope: Scope) -> int:
         rows = self.read("SELECT version FROM scope_versions WHERE user_key=? AND agent_key=?",
-                         _scope_key(scope))
+                         scope_key(scope))
         return rows[0][0] if rows else 0
 
-    def scopes(self) -> list[Scope]:
+    def scopes(self) -> builtins.list[Scope]:
         rows = self.read("SELECT DISTINCT user_key, agent_key FROM traces ORDER BY 1, 2")
         return [Scope(u or None, a or None) for u, a in rows]
 
     def stats(self, scope: Scope | None = None) -> dict[str, Any]:
-        if scope is None:
-            where, params = "", ()
-        else:
-            where, params = "WHERE user_key=? AND agent_key=?", _scope_key(scope)
+        params: tuple[str, ...] = ()
+        where = ""
+        if scope is not None:
+            where, params = "WHERE user_key=? AND agent_key=?", scope_key(scope)
         traces, sessions, chars = self.read(
             f"SELECT COUNT(*), COUNT(DISTINCT user_key||'\x1f'||agent_key||'\x1f'||session),"
             f" COALESCE(SUM(LENGTH(text)), 0) FROM traces {where}", params)[0]
@@ -380,6 +358,8 @@ class TraceStore:
         }
 
 
+TraceStore = SQLiteStore  # the name before backends existed; existing imports keep working
+
 _COLUMNS = ("rowid_, text, user_key, agent_key, session, has_session, session_time, speaker, role,"
             " event_time, recorded_at, seq, source_id, metadata, attachments, version")
 
@@ -394,22 +374,13 @@ def _row_to_trace(row: tuple) -> Trace:
         metadata=json.loads(metadata), attachments=tuple(json.loads(attachments)), version=version)
 
 
-def _scope_key(scope: Scope) -> tuple[str, str]:
-    if not isinstance(scope, Scope):
-        raise InvalidInput("scope must be a zeromem Scope")
-    for part, name in ((scope.user, "user"), (scope.agent, "agent")):
-        if part is not None and not isinstance(part, str):
-            raise InvalidInput(f"{name} must be a string or None, got {type(part).__name__}")
-    return scope.key
-
-
 def _owned_row(conn: sqlite3.Connection, rowid: int, tid: str, scope: Scope) -> tuple:
     """(text, metadata, session) of a trace in ``scope``, or NotFound: writes never cross scopes."""
     row = conn.execute(
         "SELECT text, metadata, session FROM traces WHERE rowid_=? AND user_key=? AND agent_key=?",
         (rowid, *scope.key)).fetchone()
     if row is None:
-        raise NotFound(_not_found(tid, scope))
+        raise NotFound(not_found_message(tid, scope))
     return row
 
 
@@ -417,16 +388,57 @@ def _mark_dirty(conn: sqlite3.Connection, user: str, agent: str, session: str) -
     conn.execute("INSERT OR IGNORE INTO dirty_sessions VALUES (?,?,?)", (user, agent, session))
 
 
-def _bump_version(conn: sqlite3.Connection, user: str, agent: str) -> None:
+def _bump_version(conn: sqlite3.Connection, user: str, agent: str, *, reset: bool = False) -> None:
+    """One more write to the scope; ``reset`` also marks it a wipe (``reset_version``), after
+    which an in-memory index of the scope must be rebuilt whole."""
     conn.execute(
-        "INSERT INTO scope_versions VALUES (?,?,1) ON CONFLICT(user_key, agent_key)"
-        " DO UPDATE SET version = version + 1", (user, agent))
+        "INSERT INTO scope_versions (user_key, agent_key, version) VALUES (?,?,1)"
+        " ON CONFLICT(user_key, agent_key) DO UPDATE SET version = version + 1", (user, agent))
+    if reset:
+        conn.execute("UPDATE scope_versions SET reset_version = version"
+                     " WHERE user_key=? AND agent_key=?", (user, agent))
+
+
+def _insert(conn: sqlite3.Connection, drafts: Sequence[CleanDraft], user: str, agent: str,
+            now: str) -> list[str]:
+    """Insert checked drafts into one scope (inside the caller's transaction); their ids."""
+    ids: list[str] = []
+    next_seq: dict[str, int] = {}
+    for item in drafts:
+        if item.seq is None:
+            if item.session not in next_seq:
+                row = conn.execute(
+                    "SELECT MAX(seq) FROM traces WHERE user_key=? AND agent_key=? AND session=?",
+                    (user, agent, item.session)).fetchone()
+                next_seq[item.session] = -1 if row[0] is None else row[0]
+            seq = next_seq[item.session] + 1
+            if seq > validate.MAX_INT:
+                raise InvalidInput(f"session {validate.printable(item.session)!r} already holds "
+                                   f"seq {validate.MAX_INT}, the largest: pass seq explicitly")
+            next_seq[item.session] = seq
+        else:
+            seq = item.seq
+            next_seq[item.session] = max(next_seq.get(item.session, -1), seq)
+        meta = json.dumps(item.metadata, ensure_ascii=False, sort_keys=True)
+        cur = conn.execute(
+            "INSERT INTO traces (user_key, agent_key, session, seq, text, speaker, role,"
+            " session_time, event_time, recorded_at, source_id, metadata, attachments,"
+            " has_session) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (user, agent, item.session, seq, item.text, item.speaker, item.role,
+             item.session_time, item.event_time, now, item.source_id, meta,
+             json.dumps(list(item.attachments), ensure_ascii=False), int(item.has_session)))
+        rowid = cur.lastrowid
+        if rowid is None:
+            raise StoreError("the insert returned no row id; nothing was changed")
+        conn.execute(
+            "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at,"
+            " new_text, new_metadata) VALUES (?,?,?,?,?,?,?)",
+            (rowid, user, agent, "add", now, item.text, meta))
+        ids.append(trace_id(rowid))
+    for session in next_seq:
+        _mark_dirty(conn, user, agent, session)
+    return ids
 
 
 def _load(value: str | None) -> Any:
     return None if value is None else json.loads(value)
-
-
-def _not_found(tid: str, scope: Scope) -> str:
-    where = f"user={scope.user!r}, agent={scope.agent!r}"
-    return f"no trace {tid!r} in scope ({where}): check the id and the --user/--agent you passed"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from typing import Any
 
 from dateutil import parser as date_parser
@@ -12,6 +13,11 @@ from ..errors import InvalidInput
 from ..types import ROLES
 
 DEFAULT_MAX_TEXT_CHARS = 100_000
+# Integers are stored as signed 64-bit values (SQLite INTEGER, PostgreSQL BIGINT); a larger one
+# would pass every other check and then fail inside the insert.
+MIN_INT = -(2**63)
+MAX_INT = 2**63 - 1
+MAX_METADATA_DEPTH = 64
 
 
 def clean_text(value: Any, *, field: str = "text", max_chars: int = DEFAULT_MAX_TEXT_CHARS) -> str:
@@ -37,6 +43,12 @@ def clean_text(value: Any, *, field: str = "text", max_chars: int = DEFAULT_MAX_
             f"{field} has {len(value)} characters, over the limit of {max_chars}: split it "
             "into several traces or raise max_text_chars"
         )
+    check_unicode(value, field)
+    return value
+
+
+def check_unicode(value: str, field: str) -> None:
+    """Raise InvalidInput if ``value`` holds a lone surrogate (it cannot be encoded as UTF-8)."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -44,6 +56,48 @@ def clean_text(value: Any, *, field: str = "text", max_chars: int = DEFAULT_MAX_
             f"{field} contains a lone surrogate at position {exc.start}: it is not valid "
             "Unicode text; fix the decoding that produced it"
         ) from None
+
+
+def printable(value: str) -> str:
+    """``value`` with lone surrogates escaped (``\\ud800``), safe to put in an error message."""
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def clean_seq(value: Any) -> int | None:
+    """A trace's position in its session: None (assigned on insert) or an int in 0..2**63-1."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"seq must be a non-negative int, got "
+                           f"{int_text(value) if isinstance(value, int) else repr(value)}")
+    if value > MAX_INT:
+        raise InvalidInput(f"seq {int_text(value)} is too large: it must be at most 2**63-1 ({MAX_INT})")
+    return int(value)
+
+
+def clean_int(value: Any, field: str) -> int:
+    """An int that fits a signed 64-bit column, or InvalidInput naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{field} must be an int, got {type(value).__name__}")
+    if not MIN_INT <= value <= MAX_INT:
+        raise InvalidInput(f"{field} = {int_text(value)} is outside the 64-bit integer range "
+                           f"({MIN_INT}..{MAX_INT}): store such a number as a string")
+    return int(value)
+
+
+def int_text(value: int) -> str:
+    """An int for an error message: its digits, or its size when it is very long (Python
+    refuses to print ints of more than 4300 digits)."""
+    return str(value) if value.bit_length() <= 256 else f"(an int of {value.bit_length()} bits)"
+
+
+def clean_scope_part(value: Any, name: str) -> str | None:
+    """A scope's ``user`` or ``agent``: None or a string that can be stored."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string or None, got {type(value).__name__}")
+    check_unicode(value, name)
     return value
 
 
@@ -80,7 +134,7 @@ def clean_time(value: Any, field: str) -> str | None:
         return dt.datetime(value.year, value.month, value.day).isoformat(timespec="seconds")
     if isinstance(value, (int, float)):
         try:
-            stamp = dt.datetime.fromtimestamp(value, tz=dt.timezone.utc)
+            stamp = dt.datetime.fromtimestamp(value, tz=dt.UTC)
         except (OverflowError, OSError, ValueError):
             raise InvalidInput(f"{field} {value!r} is not a usable epoch time in seconds") from None
         return stamp.isoformat(timespec="seconds")
@@ -101,19 +155,52 @@ def clean_time(value: Any, field: str) -> str | None:
     raise InvalidInput(f"{field} must be a datetime or a string, got {type(value).__name__}")
 
 
-def clean_metadata(value: Any) -> dict[str, Any]:
+def clean_metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
+    """A JSON object every backend can store and give back unchanged.
+
+    Checked at every depth: keys are strings, strings hold no lone surrogate, ints fit in 64
+    bits, floats are finite, and values are only None, bool, int, float, str, list or dict.
+    The first offending place is named in the error, e.g. ``metadata['tags'][2]``.
+    """
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InvalidInput(f"metadata must be a dict, got {type(value).__name__}")
+        raise InvalidInput(f"{field} must be a dict, got {type(value).__name__}")
+    _check_json(value, field, 0)
     try:
         json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"metadata must be JSON-serializable: {exc}") from None
-    for key in value:
-        if not isinstance(key, str):
-            raise InvalidInput("metadata keys must be strings")
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidInput(f"{field} must be JSON-serializable: {exc}") from None
     return value
+
+
+def _check_json(value: Any, where: str, depth: int) -> None:
+    if depth > MAX_METADATA_DEPTH:
+        raise InvalidInput(f"{where} is nested more than {MAX_METADATA_DEPTH} levels deep (or "
+                           "contains itself): metadata must be a plain JSON-serializable tree")
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        clean_int(value, where)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInput(f"{where} is {value!r}: metadata must be JSON-serializable, "
+                               "and JSON has no NaN or infinity")
+    elif isinstance(value, str):
+        check_unicode(value, where)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInput(f"metadata keys must be strings: {where} has the "
+                                   f"{type(key).__name__} key {key!r}")
+            check_unicode(key, f"the key {key!r} of {where}")
+            _check_json(item, f"{where}[{key!r}]", depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_json(item, f"{where}[{index}]", depth + 1)
+    else:
+        raise InvalidInput(f"{where} is a {type(value).__name__}: metadata must be "
+                           "JSON-serializable (str, int, float, bool, None, list, dict)")
 
 
 def clean_attachments(value: Any, *, max_chars: int) -> tuple[str, ...]:

@@ -9,67 +9,110 @@ multiplied by its structural compatibility with the query (subject, time, bounda
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
-from ..indexes.snapshot import ScopeSnapshot
-from .csr import group_by_row, row_slices
+from ..indexes.growable import Growable
+from ..indexes.scope_index import Change, ScopeIndex
 
 LEVEL_WEIGHTS = {"turn": 1.0, "span": 0.5, "window": 0.6, "episode": 0.3}
 
 
-@dataclass
 class Hierarchy:
-    turn_units: np.ndarray
-    turn_session: np.ndarray  # session id (int) per turn node
-    sessions: list[str]
-    episode_of_session: np.ndarray  # index into the episode level, -1 if none
-    span_turn: np.ndarray  # turn node of each span (span-level order)
-    member_turn: np.ndarray  # window membership as parallel arrays: turn node ...
-    member_window: np.ndarray  # ... and the window (window-level order) that contains it
-    # The same links grouped by turn, for lifting onto a few turns: turn i's spans are
-    # spans_by_turn[span_ptr[i]:span_ptr[i + 1]], its windows likewise.
-    span_ptr: np.ndarray
-    spans_by_turn: np.ndarray
-    window_ptr: np.ndarray
-    windows_by_turn: np.ndarray
-    window_turn_ptr: np.ndarray  # and the other way: window j covers turns_by_window[...]
-    turns_by_window: np.ndarray
+    """Containment links between the levels of one scope, kept per slot (``update``).
+
+    Per turn slot: its session, its neighbours in conversation order, its spans and windows;
+    per window slot: its turns. Window membership is also kept as parallel arrays for lifting
+    every turn at once; an entry is valid while its window slot still holds the window it was
+    written for (a generation number per window slot).
+    """
+
+    def __init__(self, index: ScopeIndex) -> None:
+        self.index = index
+        self.prev_turn = Growable(np.int64, fill=-1)
+        self.next_turn = Growable(np.int64, fill=-1)
+        self.span_turn = Growable(np.int64, fill=-1)  # turn slot of each span slot
+        self.spans_of_turn: list[list[int]] = []
+        self.windows_of_turn: list[list[int]] = []
+        self.turns_of_window: list[list[int]] = []
+        self._window_gen = Growable(np.int64)
+        self._member_turn = Growable(np.int64)
+        self._member_window = Growable(np.int64)
+        self._member_gen = Growable(np.int64)
+        self._members: tuple[int, np.ndarray, np.ndarray] | None = None
+        self.version = 0
 
     @property
     def n_turns(self) -> int:
-        return len(self.turn_units)
+        return self.index.n_slots
 
+    @property
+    def sessions(self) -> list[str]:
+        return self.index.sessions
 
-def build_hierarchy(snap: ScopeSnapshot) -> Hierarchy:
-    turns = snap.units_of("turn")
-    node_of_rowid = {snap.rowids[int(u)][0]: i for i, u in enumerate(turns)}
-    sessions = sorted({snap.session[int(u)] for u in turns})
-    session_id = {s: i for i, s in enumerate(sessions)}
-    turn_session = np.asarray([session_id[snap.session[int(u)]] for u in turns], dtype=np.int64)
-    episode_of_session = np.full(len(sessions), -1, dtype=np.int64)
-    for j, u in enumerate(snap.units_of("episode")):
-        s = snap.session[int(u)]
-        if s in session_id:
-            episode_of_session[session_id[s]] = j
-    span_turn = np.asarray([node_of_rowid.get(snap.rowids[int(u)][0], -1)
-                            for u in snap.units_of("span")], dtype=np.int64)
-    rows, cols = [], []
-    for j, u in enumerate(snap.units_of("window")):
-        for rowid in snap.rowids[int(u)]:
-            if rowid in node_of_rowid:
-                rows.append(node_of_rowid[rowid])
-                cols.append(j)
-    member_turn, member_window = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
-    spanned = np.flatnonzero(span_turn >= 0)
-    span_ptr, spans_by_turn = group_by_row(span_turn[spanned], spanned, len(turns))
-    window_ptr, windows_by_turn = group_by_row(member_turn, member_window, len(turns))
-    window_turn_ptr, turns_by_window = group_by_row(member_window, member_turn,
-                                                    len(snap.units_of("window")))
-    return Hierarchy(turns, turn_session, sessions, episode_of_session, span_turn, member_turn,
-                     member_window, span_ptr, spans_by_turn, window_ptr, windows_by_turn,
-                     window_turn_ptr, turns_by_window)
+    @property
+    def turn_session(self) -> np.ndarray:
+        """Session id per turn slot (-1 for an empty slot)."""
+        return self.index.turns.session.view()
+
+    @property
+    def episode_of_session(self) -> np.ndarray:
+        return self.index.episode_of_session.view()
+
+    def members(self) -> tuple[np.ndarray, np.ndarray]:
+        """(turn slot, window slot) of every live window membership."""
+        if self._members is None or self._members[0] != self.version:
+            gen = self._member_gen.view()
+            valid = gen == self._window_gen.view()[self._member_window.view()]
+            self._members = (self.version, self._member_turn.view()[valid], self._member_window.view()[valid])
+        return self._members[1], self._members[2]
+
+    def update(self, change: Change) -> None:
+        index = self.index
+        n = index.n_slots
+        self.prev_turn.reserve(n)
+        self.next_turn.reserve(n)
+        while len(self.spans_of_turn) < n:
+            self.spans_of_turn.append([])
+            self.windows_of_turn.append([])
+        for slot in change.turns_killed:
+            self.prev_turn[slot] = -1
+            self.next_turn[slot] = -1
+        for sid in change.sessions:
+            order = index.session_turns[sid]
+            for i, slot in enumerate(order):
+                self.prev_turn[slot] = order[i - 1] if i > 0 else -1
+                self.next_turn[slot] = order[i + 1] if i + 1 < len(order) else -1
+        spans, windows = index.levels["span"], index.levels["window"]
+        self.span_turn.reserve(spans.size)
+        for slot in change.units_killed.get("span", []):
+            owner = int(self.span_turn[slot])
+            if owner >= 0:
+                self.spans_of_turn[owner].remove(slot)
+            self.span_turn[slot] = -1
+        for slot in change.units_set.get("span", []):
+            owner = index.slot_of_rowid.get(spans.rowids[slot][0], -1)
+            self.span_turn[slot] = owner
+            if owner >= 0:
+                self.spans_of_turn[owner].append(slot)
+        self._window_gen.reserve(windows.size)
+        while len(self.turns_of_window) < windows.size:
+            self.turns_of_window.append([])
+        for slot in change.units_killed.get("window", []):
+            for turn in self.turns_of_window[slot]:
+                self.windows_of_turn[turn].remove(slot)
+            self.turns_of_window[slot] = []
+            self._window_gen[slot] += 1
+        for slot in change.units_set.get("window", []):
+            self._window_gen[slot] += 1
+            members = [index.slot_of_rowid[r] for r in windows.rowids[slot] if r in index.slot_of_rowid]
+            self.turns_of_window[slot] = members
+            for turn in members:
+                self.windows_of_turn[turn].append(slot)
+            self._member_turn.extend(members)
+            self._member_window.extend([slot] * len(members))
+            self._member_gen.extend([int(self._window_gen[slot])] * len(members))
+        self.version += 1
 
 
 def lift_to_turns(hier: Hierarchy, level_scores: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -79,21 +122,31 @@ def lift_to_turns(hier: Hierarchy, level_scores: dict[str, np.ndarray]) -> dict[
     span = level_scores.get("span")
     lifted = np.zeros(n)
     if span is not None and len(span):
-        valid = hier.span_turn >= 0
-        np.maximum.at(lifted, hier.span_turn[valid], span[valid])
+        span_turn = hier.span_turn.view()[:len(span)]
+        valid = span_turn >= 0
+        np.maximum.at(lifted, span_turn[valid], span[valid])
     out["span"] = lifted
     window = level_scores.get("window")
     lifted_window = np.zeros(n)
-    if window is not None and len(window) and hier.member_turn.size:
-        np.maximum.at(lifted_window, hier.member_turn, window[hier.member_window])
+    member_turn, member_window = hier.members()
+    if window is not None and len(window) and member_turn.size:
+        np.maximum.at(lifted_window, member_turn, window[member_window])
     out["window"] = lifted_window
-    episode = level_scores.get("episode")
-    if episode is not None and len(episode):
-        per_session = np.where(hier.episode_of_session >= 0,
-                               episode[np.maximum(hier.episode_of_session, 0)], 0.0)
-        out["episode"] = per_session[hier.turn_session]
-    else:
-        out["episode"] = np.zeros(n)
+    out["episode"] = _episode_scores(hier, level_scores.get("episode"), np.arange(n))
+    return out
+
+
+def _episode_scores(hier: Hierarchy, episode: np.ndarray | None, nodes: np.ndarray) -> np.ndarray:
+    """The episode score of each given turn slot (0 for empty slots and sessionless turns)."""
+    out = np.zeros(len(nodes))
+    if episode is None or not len(episode):
+        return out
+    sessions = hier.turn_session[nodes]
+    has = sessions >= 0
+    episodes = np.full(len(nodes), -1, dtype=np.int64)
+    episodes[has] = hier.episode_of_session[sessions[has]]
+    valid = episodes >= 0
+    out[valid] = episode[episodes[valid]]
     return out
 
 
@@ -102,18 +155,19 @@ def lift_onto(hier: Hierarchy, nodes: np.ndarray,
     """``lift_to_turns`` for the given turns only, aligned with ``nodes``.
 
     ``level_scores(level, units)`` returns that level's normalized scores for just the listed
-    units (indices in level order), so a level is scored only on the units that touch a node.
+    units (slots of that level), so a level is scored only on the units that touch a node.
     """
     out = {"turn": np.asarray(level_scores("turn", nodes), dtype=np.float64)}
-    for level, ptr, units in (("span", hier.span_ptr, hier.spans_by_turn),
-                              ("window", hier.window_ptr, hier.windows_by_turn)):
-        positions, counts = row_slices(ptr, nodes)
+    for level, lists in (("span", hier.spans_of_turn), ("window", hier.windows_of_turn)):
+        per_node = [lists[node] for node in nodes.tolist()]
+        counts = np.fromiter((len(units) for units in per_node), dtype=np.int64, count=len(per_node))
         lifted = np.zeros(len(nodes))
-        if positions.size:
-            np.maximum.at(lifted, np.repeat(np.arange(len(nodes)), counts),
-                          level_scores(level, units[positions]))
+        if counts.sum():
+            units = np.fromiter((u for units in per_node for u in units), dtype=np.int64, count=int(counts.sum()))
+            np.maximum.at(lifted, np.repeat(np.arange(len(nodes)), counts), level_scores(level, units))
         out[level] = lifted
-    episodes = hier.episode_of_session[hier.turn_session[nodes]]
+    sessions = hier.turn_session[nodes]
+    episodes = np.where(sessions >= 0, hier.episode_of_session[np.maximum(sessions, 0)], -1)
     lifted = np.zeros(len(nodes))
     has_episode = episodes >= 0
     if has_episode.any():

@@ -124,3 +124,75 @@ def _distinct(values: np.ndarray) -> np.ndarray:
         return values
     ordered = np.sort(values)
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+
+
+def symmetric_pagerank(parts: list[sp.csr_matrix], degree: np.ndarray, restart: np.ndarray, *,
+                       damping: float = DEFAULT_DAMPING, tol: float = DEFAULT_TOL,
+                       max_iter: int = DEFAULT_MAX_ITER) -> np.ndarray:
+    """``personalized_pagerank`` for a symmetric adjacency ``A = Σ parts`` with row sums ``degree``.
+
+    With ``P = D⁻¹A`` and ``A`` symmetric, ``Pᵀπ = A (π / deg)``: no transposed or normalized
+    copy is needed, and ``A`` may be kept as an immutable base plus a small delta (the graph
+    changes a few rows per write; views/graph.py). Nodes of degree 0 are dangling.
+    """
+    if not 0.0 <= damping < 1.0:
+        raise ValueError(f"damping must be in [0, 1), got {damping}")
+    total = float(restart.sum())
+    if total <= 0:
+        return np.zeros(len(degree))
+    r = restart / total
+    inverse = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
+    dangling = degree <= 0
+    pi = r.copy()
+    for _ in range(max_iter):
+        x = pi * inverse
+        spread = parts[0] @ x
+        for part in parts[1:]:
+            spread += part @ x
+        lost = float(pi[dangling].sum())
+        if lost:
+            spread += lost * r
+        nxt = (1.0 - damping) * r + damping * spread
+        if np.abs(nxt - pi).sum() < tol:
+            return nxt
+        pi = nxt
+    return pi
+
+
+def symmetric_push_pagerank(parts: list[sp.csr_matrix], degree: np.ndarray, restart: np.ndarray, *,
+                            damping: float = DEFAULT_DAMPING, epsilon: float) -> np.ndarray:
+    """``push_pagerank`` for a symmetric adjacency ``A = Σ parts`` with row sums ``degree``:
+    a node's out-edges are its entries in every part, each weighted ``A[v, u] / deg[v]``."""
+    if not 0.0 <= damping < 1.0:
+        raise ValueError(f"damping must be in [0, 1), got {damping}")
+    if epsilon <= 0:
+        raise ValueError(f"epsilon must be positive, got {epsilon}")
+    total = float(restart.sum())
+    estimate = np.zeros(len(degree))
+    if total <= 0:
+        return estimate
+    r = restart / total
+    sources = np.flatnonzero(r)
+    threshold = epsilon * np.where(degree > 0, degree, 1.0)
+    residual = r.copy()
+    active = sources[residual[sources] >= threshold[sources]]
+    while active.size:
+        mass = residual[active]
+        residual[active] = 0.0
+        estimate[active] += (1.0 - damping) * mass
+        spread = damping * mass
+        share = np.divide(spread, degree[active], out=np.zeros_like(spread), where=degree[active] > 0)
+        all_targets = []
+        for part in parts:
+            edge, counts = row_slices(part.indptr, active)
+            targets = part.indices[edge]
+            np.add.at(residual, targets, part.data[edge] * np.repeat(share, counts))
+            all_targets.append(targets)
+        returned = float(spread[degree[active] <= 0].sum())
+        if returned > 0:
+            residual[sources] += returned * r[sources]
+            all_targets.append(sources)
+        targets = np.concatenate(all_targets)
+        reached = targets[residual[targets] >= threshold[targets]]
+        active = _distinct(reached)
+    return estimate

@@ -1,0 +1,60 @@
+"""A numpy array that grows by doubling, for per-slot data that a write appends to in place.
+
+Appending ``m`` items costs O(m) amortized (a copy only when the capacity doubles), and
+``view()`` is the filled prefix without a copy, so an in-memory index can take one write at a
+time without re-allocating arrays the size of the whole scope.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Growable:
+    """A 1-D (or row-wise 2-D) array with a filled length and a doubling capacity."""
+
+    def __init__(self, dtype, fill=0, width: int | None = None, capacity: int = 64) -> None:
+        self.dtype = np.dtype(dtype)
+        self.fill = fill
+        self.width = width
+        shape = (capacity,) if width is None else (capacity, width)
+        self._data = np.full(shape, fill, dtype=self.dtype)
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def view(self) -> np.ndarray:
+        return self._data[:self.size]
+
+    def reserve(self, size: int) -> None:
+        """Make room for ``size`` items (new items hold ``fill``); never shrinks."""
+        if size <= len(self._data):
+            if size > self.size:
+                self.size = size
+            return
+        capacity = max(size, 2 * len(self._data))
+        shape = (capacity,) if self.width is None else (capacity, self.width)
+        grown = np.full(shape, self.fill, dtype=self.dtype)
+        grown[:self.size] = self._data[:self.size]
+        self._data = grown
+        self.size = size
+
+    def append(self, value) -> int:
+        """Append one item; returns its index."""
+        index = self.size
+        self.reserve(index + 1)
+        self._data[index] = value
+        return index
+
+    def extend(self, values) -> None:
+        values = np.asarray(values, dtype=self.dtype)
+        start = self.size
+        self.reserve(start + len(values))
+        self._data[start:start + len(values)] = values
+
+    def __getitem__(self, index):
+        return self.view()[index]
+
+    def __setitem__(self, index, value) -> None:
+        self.view()[index] = value

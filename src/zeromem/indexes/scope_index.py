@@ -1,0 +1,323 @@
+"""The in-memory index of one scope, kept up to date one re-derived session at a time.
+
+Every unit lives in a *slot* of its level (turn, span, window, episode). A write re-derives
+the sessions it touched (indexer.py) and the scope version moves on; ``apply`` then takes those
+sessions' stored units and changes only their slots:
+
+- a turn keeps its slot for the life of its trace (an update rewrites the slot in place), new
+  traces get new slots in trace-id order, a deleted trace's slot is cleared and stays empty —
+  so turn slots are always in trace-id order, with or without gaps, and ties between equal
+  scores (broken by slot) break the same way as in an index built from scratch;
+- a span, window or episode whose text and traces did not change keeps its slot; the others
+  are cleared and their slots reused for the session's new units (slot order of these levels
+  carries no meaning: the engine lifts them onto turns by maximum);
+- BM25 postings, vectors and per-slot data change for exactly those slots (``LexicalIndex``
+  recomputes idf and avgdl from counts at query time, so nothing else goes stale).
+
+``Change`` lists the slots that changed, so the views above (graph, hierarchy, per-turn data)
+update the same slots. Cost of ``apply``: O(units of the changed sessions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..types import Scope, Trace
+from .dense import DenseIndex
+from .growable import Growable
+from .lexical import LexicalIndex, Vocabulary
+from .units import LEVELS
+
+TURN = "turn"
+GROUPED = ("window", "episode")  # their text is their turns' texts joined by newlines
+
+
+@dataclass(slots=True)
+class StoredUnit:
+    """One derived unit as the store keeps it (the input of ``apply``)."""
+
+    level: str
+    position: int
+    text: str
+    text_hash: str
+    rowids: tuple[int, ...]
+    vector: np.ndarray | None
+    mentions: tuple[tuple[str, str, str, int], ...] = ()  # (entity, label, surface, count), turns
+
+
+@dataclass(slots=True)
+class SessionUnits:
+    """A session's traces (conversation order) and units, read in one transaction."""
+
+    session: str
+    traces: list[Trace]
+    units: list[StoredUnit]
+
+
+@dataclass
+class Change:
+    """Which slots one ``apply`` changed."""
+
+    turns_set: list[int] = field(default_factory=list)  # new or rewritten turn slots
+    turns_killed: list[int] = field(default_factory=list)
+    units_set: dict[str, list[int]] = field(default_factory=dict)  # span / window / episode
+    units_killed: dict[str, list[int]] = field(default_factory=dict)
+    sessions: set[int] = field(default_factory=set)
+    new_entities: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.turns_set or self.turns_killed or any(self.units_set.values())
+                    or any(self.units_killed.values()))
+
+
+class Level:
+    """The slots of one level: liveness, session, covered traces, BM25 document, vector."""
+
+    def __init__(self, name: str, vocabulary: Vocabulary) -> None:
+        self.name = name
+        self.alive = Growable(bool, fill=False)
+        self.session = Growable(np.int64, fill=-1)
+        self.rowids: list[tuple[int, ...]] = []
+        self.key: list[tuple | None] = []
+        self.tokens: list[np.ndarray | None] = []
+        self.lexical = LexicalIndex(vocabulary=vocabulary)
+        self.dense = DenseIndex()
+        self.free: list[int] = []
+        self._live: tuple[int, np.ndarray] | None = None
+        self.changes = 0
+
+    @property
+    def size(self) -> int:
+        return self.alive.size
+
+    def live(self) -> np.ndarray:
+        """Indices of the live slots (cached until the next change)."""
+        if self._live is None or self._live[0] != self.changes:
+            self._live = (self.changes, np.flatnonzero(self.alive.view()))
+        return self._live[1]
+
+    def new_slot(self, reuse: bool) -> int:
+        if reuse and self.free:
+            return self.free.pop()
+        slot = self.alive.append(False)
+        self.session.append(-1)
+        self.rowids.append(())
+        self.key.append(None)
+        self.tokens.append(None)
+        self.lexical.reserve(slot + 1)
+        return slot
+
+    def fill(self, slot: int, session: int, key: tuple, rowids: tuple[int, ...],
+             tokens: np.ndarray, vector: np.ndarray | None) -> None:
+        self.alive[slot] = True
+        self.session[slot] = session
+        self.rowids[slot] = rowids
+        self.key[slot] = key
+        self.tokens[slot] = tokens
+        self.lexical.set_document(slot, tokens)
+        self.dense.set_rows(np.asarray([slot]), None if vector is None else vector[None, :])
+        self.changes += 1
+
+    def kill(self, slot: int, reuse: bool) -> None:
+        self.alive[slot] = False
+        self.session[slot] = -1
+        self.rowids[slot] = ()
+        self.key[slot] = None
+        self.tokens[slot] = None
+        self.lexical.remove_document(slot)
+        self.dense.clear(np.asarray([slot]))
+        if reuse:
+            self.free.append(slot)
+        self.changes += 1
+
+
+class ScopeIndex:
+    """Units, BM25 postings and vectors of one scope, per level, changed session by session."""
+
+    def __init__(self, scope: Scope, tokenize_many: Callable[[Sequence[str]], list[list[str]]]) -> None:
+        self.scope = scope
+        self.version = 0
+        self.reset_version = 0
+        self.tokenize_many = tokenize_many
+        self.vocabulary = Vocabulary()
+        self.levels = {name: Level(name, self.vocabulary) for name in LEVELS}
+        self.sessions: list[str] = []
+        self.session_id: dict[str, int] = {}
+        self.session_turns: list[list[int]] = []  # per session: turn slots in conversation order
+        self.episode_of_session = Growable(np.int64, fill=-1)
+        self.slot_of_rowid: dict[int, int] = {}
+        self.traces: list[Trace | None] = []  # per turn slot
+        self.mentions: list[tuple[tuple[str, str, str, int], ...]] = []  # per turn slot
+        self.entity_row: dict[str, int] = {}
+        self.entity_names: list[str] = []
+        self.entity_vectors = Growable(np.float32, width=1, capacity=1)
+        self._entity_dim = 0
+
+    # -- reads --------------------------------------------------------------------------
+    @property
+    def turns(self) -> Level:
+        return self.levels[TURN]
+
+    @property
+    def n_slots(self) -> int:
+        return self.turns.size
+
+    @property
+    def n_live_turns(self) -> int:
+        return len(self.turns.live())
+
+    def trace_of_slot(self, slot: int) -> Trace:
+        trace = self.traces[slot]
+        assert trace is not None, f"turn slot {slot} is empty"
+        return trace
+
+    def entity_matrix(self) -> np.ndarray:
+        return self.entity_vectors.view() if self._entity_dim else np.zeros((0, 0), dtype=np.float32)
+
+    # -- writes -------------------------------------------------------------------------
+    def add_entity_vectors(self, vectors: dict[str, np.ndarray]) -> list[str]:
+        """Remember the vectors of entities not seen before; returns their names."""
+        added = []
+        for name in sorted(vectors):
+            if name in self.entity_row:
+                continue
+            vec = np.asarray(vectors[name], dtype=np.float32).reshape(-1)
+            if not self._entity_dim:
+                self._entity_dim = len(vec)
+                self.entity_vectors = Growable(np.float32, width=len(vec))
+            if len(vec) != self._entity_dim:
+                continue  # a mixed store is refused by the embedder fingerprint check
+            self.entity_row[name] = self.entity_vectors.append(vec)
+            self.entity_names.append(name)
+            added.append(name)
+        return added
+
+    def apply(self, batch: Sequence[SessionUnits]) -> Change:
+        """Replace the units of the given sessions with their stored units."""
+        change = Change(units_set={lvl: [] for lvl in LEVELS if lvl != TURN},
+                        units_killed={lvl: [] for lvl in LEVELS if lvl != TURN})
+        turns = self.turns
+        # New traces get slots in trace-id order across the whole batch.
+        new_rowids = sorted({u.rowids[0] for s in batch for u in s.units
+                             if u.level == TURN and u.rowids[0] not in self.slot_of_rowid})
+        for rowid in new_rowids:
+            slot = turns.new_slot(reuse=False)
+            self.slot_of_rowid[rowid] = slot
+            self.traces.append(None)
+            self.mentions.append(())
+        for data in sorted(batch, key=lambda s: s.session):
+            self._apply_session(data, change)
+        return change
+
+    def _apply_session(self, data: SessionUnits, change: Change) -> None:
+        sid = self.session_id.get(data.session)
+        if sid is None:
+            sid = self.session_id[data.session] = len(self.sessions)
+            self.sessions.append(data.session)
+            self.session_turns.append([])
+            self.episode_of_session.append(-1)
+        change.sessions.add(sid)
+        turns = self.turns
+        traces = {int(t.id[1:]): t for t in data.traces}
+        turn_units = [u for u in data.units if u.level == TURN]
+        keep = {u.rowids[0] for u in turn_units}
+        for slot in self.session_turns[sid]:
+            rowid = int(turns.rowids[slot][0])
+            if rowid not in keep and turns.alive[slot]:
+                turns.kill(slot, reuse=False)
+                self.traces[slot] = None
+                self.mentions[slot] = ()
+                del self.slot_of_rowid[rowid]
+                change.turns_killed.append(slot)
+        ordered: list[int] = []
+        retokenize: list[tuple[int, StoredUnit]] = []
+        for unit in turn_units:
+            slot = self.slot_of_rowid[unit.rowids[0]]
+            ordered.append(slot)
+            key = (unit.position, unit.text_hash, unit.rowids)
+            trace = traces.get(unit.rowids[0])
+            if turns.key[slot] == key and self.traces[slot] == trace and turns.alive[slot]:
+                continue
+            self.traces[slot] = trace
+            self.mentions[slot] = tuple(unit.mentions)
+            retokenize.append((slot, unit))
+        for (slot, unit), tokens in zip(retokenize, self._tokens([u.text for _, u in retokenize])):
+            turns.fill(slot, sid, (unit.position, unit.text_hash, unit.rowids), unit.rowids, tokens,
+                       unit.vector)
+            change.turns_set.append(slot)
+        self.session_turns[sid] = ordered
+        if not ordered:
+            self.episode_of_session[sid] = -1
+        for level in LEVELS:
+            if level != TURN:
+                self._apply_level(self.levels[level], sid, [u for u in data.units if u.level == level],
+                                  change)
+
+    def _apply_level(self, level: Level, sid: int, units: list[StoredUnit], change: Change) -> None:
+        wanted = {(u.position, u.text_hash, u.rowids): u for u in units}
+        existing = {level.key[slot]: slot for slot in np.flatnonzero(level.session.view() == sid).tolist()}
+        for key, slot in existing.items():
+            if key not in wanted:
+                level.kill(slot, reuse=True)
+                change.units_killed[level.name].append(slot)
+        fresh = [(key, unit) for key, unit in wanted.items() if key not in existing]
+        if level.name in GROUPED:
+            tokens = [self._grouped_tokens(unit) for _, unit in fresh]
+        else:
+            tokens = self._tokens([unit.text for _, unit in fresh])
+        for (key, unit), unit_tokens in zip(fresh, tokens):
+            slot = level.new_slot(reuse=True)
+            level.fill(slot, sid, key, unit.rowids, unit_tokens, unit.vector)
+            change.units_set[level.name].append(slot)
+        if level.name == "episode":
+            live = [slot for key, slot in existing.items() if key in wanted]
+            live += change.units_set["episode"][-len(fresh):] if fresh else []
+            self.episode_of_session[sid] = live[0] if live else -1
+
+    def _tokens(self, texts: list[str]) -> list[np.ndarray]:
+        if not texts:
+            return []
+        return [self.vocabulary.encode(tokens) for tokens in self.tokenize_many(texts)]
+
+    def _grouped_tokens(self, unit: StoredUnit) -> np.ndarray:
+        """A window's or episode's tokens are its turns' tokens end to end (no token crosses
+        the newline that joins them, see units._group); others are tokenized themselves."""
+        turns = self.turns
+        parts = []
+        for rowid in unit.rowids:
+            slot = self.slot_of_rowid.get(rowid)
+            tokens = turns.tokens[slot] if slot is not None else None
+            if tokens is None:
+                return self._tokens([unit.text])[0]
+            parts.append(tokens)
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+
+
+def session_batches(delta: dict) -> list[SessionUnits]:
+    """``store.read_changes`` rows → one ``SessionUnits`` per changed session."""
+    by_session: dict[str, SessionUnits] = {name: SessionUnits(name, [], []) for name in delta["sessions"]}
+    for trace in delta["traces"]:
+        key = trace.session if trace.session is not None else ""
+        if key in by_session:
+            by_session[key].traces.append(trace)
+    mentions: dict[int, list[tuple[str, str, str, int]]] = {}
+    for uid, entity, label, surface, count in delta["mentions"]:
+        mentions.setdefault(uid, []).append((entity, label, surface, count))
+    for uid, session, level, position, text, text_hash, rowids, vec in delta["units"]:
+        if session not in by_session:
+            continue
+        vector = np.frombuffer(vec, dtype=np.float32) if vec is not None else None
+        by_session[session].units.append(StoredUnit(
+            level, position, text, text_hash, tuple(int(r) for r in _json_list(rowids)), vector,
+            tuple(mentions.get(uid, ())) if level == TURN else ()))
+    return [by_session[name] for name in delta["sessions"]]
+
+
+def _json_list(value: str) -> list[int]:
+    import json
+
+    return json.loads(value)

@@ -1,0 +1,301 @@
+"""The storage interface every backend implements: traces, their history, per-file facts.
+
+``TraceStoreBase`` is what the rest of zeromem may rely on whatever holds the data (the
+embedded SQLite file today; a server database later). It is backend independent by contract:
+
+* every write is atomic: it lands whole or not at all, and a failed write changes nothing;
+* ids are ``"t<n>"`` strings, never reused, and a scope never sees or touches another scope's
+  traces (an id from another scope is ``NotFound``);
+* errors are ``InvalidInput`` (bad arguments, nothing changed), ``NotFound`` (no such trace in
+  this scope) or ``StoreError`` (the backend could not complete the operation).
+
+Input checks (``clean``) live here, so that every backend refuses exactly the same inputs
+before anything is written. Backends are opened by ``store.factory.open_store``, the one place
+that knows them.
+
+Derived rows (units, vectors, mentions, segments) get their own methods here later; today they
+are reached through the SQLite backend's ``read`` / ``transaction``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from ..errors import InvalidInput, NotFound
+from ..types import HistoryEvent, Scope, Trace
+from . import validate
+
+_ID_RE = re.compile(r"^t(\d{1,18})$")
+
+
+@dataclass(slots=True)
+class TraceDraft:
+    """What a caller supplies for a new trace; checked and normalized before storing."""
+
+    text: Any
+    session: Any = None
+    speaker: Any = None
+    role: Any = None
+    session_time: Any = None
+    event_time: Any = None
+    seq: Any = None
+    source_id: Any = None
+    metadata: Any = None
+    attachments: Any = None
+
+
+@dataclass(slots=True)
+class CleanDraft:
+    """A draft that passed every check: each field can be stored by every backend as is."""
+
+    text: str
+    session: str
+    has_session: bool
+    speaker: str | None
+    role: str
+    session_time: str | None
+    event_time: str | None
+    seq: int | None
+    source_id: str | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    attachments: tuple[str, ...] = ()
+
+
+def trace_id(rowid: int) -> str:
+    """The public id of the trace with internal row number ``rowid`` (``42`` → ``'t42'``)."""
+    return f"t{rowid}"
+
+
+def parse_trace_id(value: Any) -> int:
+    """The row number in a public id; InvalidInput for a non-string, NotFound for a bad shape."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"a trace id is a string like 't42', got {type(value).__name__}")
+    match = _ID_RE.match(value.strip())
+    if not match:
+        raise NotFound(f"no trace with id {value!r}: ids look like 't42' (see `zeromem list`)")
+    return int(match.group(1))
+
+
+def scope_key(scope: Any) -> tuple[str, str]:
+    """``(user, agent)`` as stored (None → ``""``), after checking both parts can be stored."""
+    if not isinstance(scope, Scope):
+        raise InvalidInput("scope must be a zeromem Scope")
+    validate.clean_scope_part(scope.user, "user")
+    validate.clean_scope_part(scope.agent, "agent")
+    return scope.key
+
+
+def not_found_message(tid: str, scope: Scope) -> str:
+    """The NotFound message for trace ``tid`` in ``scope``: names both and the fix."""
+    where = f"user={scope.user!r}, agent={scope.agent!r}"
+    return f"no trace {tid!r} in scope ({where}): check the id and the --user/--agent you passed"
+
+
+class TraceStoreBase(ABC):
+    """The source of record: verbatim traces, their history, scope versions, per-file facts.
+
+    Attributes every backend sets: ``path`` (where the data lives, shown to users: a file
+    path, ``":memory:"``, or a URL without its password) and ``max_text_chars`` (the longest
+    text ``clean`` accepts).
+    """
+
+    path: str
+    max_text_chars: int
+
+    # -- checks (shared by every backend) ------------------------------------------------
+    def clean(self, draft: TraceDraft) -> CleanDraft:
+        """Check and normalize one draft; raises InvalidInput naming the bad field."""
+        limit = self.max_text_chars
+        session = validate.clean_optional_str(draft.session, "session")
+        return CleanDraft(
+            text=validate.clean_text(draft.text, max_chars=limit),
+            session=session or "",
+            has_session=session is not None,
+            speaker=validate.clean_optional_str(draft.speaker, "speaker"),
+            role=validate.clean_role(draft.role),
+            session_time=validate.clean_time(draft.session_time, "session_time"),
+            event_time=validate.clean_time(draft.event_time, "event_time"),
+            seq=validate.clean_seq(draft.seq),
+            source_id=validate.clean_optional_str(draft.source_id, "source_id"),
+            metadata=validate.clean_metadata(draft.metadata),
+            attachments=validate.clean_attachments(draft.attachments, max_chars=limit),
+        )
+
+    def clean_batches(self, batches: Sequence[tuple[Sequence[TraceDraft], Scope]]
+                      ) -> list[tuple[list[CleanDraft], tuple[str, str]]]:
+        """``clean`` every draft of every batch and check every scope, before any write.
+
+        Errors name the trace (``trace #3``), and the batch too when there are several.
+        """
+        if not isinstance(batches, (list, tuple)):
+            raise InvalidInput("add_batches takes a list of (traces, scope) pairs")
+        out = []
+        for number, batch in enumerate(batches):
+            prefix = f"batch #{number}, " if len(batches) > 1 else ""
+            if not (isinstance(batch, tuple) and len(batch) == 2):
+                raise InvalidInput(f"{prefix}each batch must be a (traces, scope) pair")
+            drafts, scope = batch
+            if not isinstance(drafts, (list, tuple)):
+                raise InvalidInput(f"{prefix}add_many takes a list of traces")
+            try:
+                key = scope_key(scope)
+            except InvalidInput as exc:
+                raise InvalidInput(f"{prefix}{exc}") from None
+            cleaned = []
+            for index, draft in enumerate(drafts):
+                try:
+                    if not isinstance(draft, TraceDraft):
+                        raise InvalidInput(f"must be a TraceDraft, got {type(draft).__name__}")
+                    cleaned.append(self.clean(draft))
+                except InvalidInput as exc:
+                    raise InvalidInput(f"{prefix}trace #{index}: {exc}") from None
+            out.append((cleaned, key))
+        return out
+
+    # -- writes ----------------------------------------------------------------------------
+    def add_many(self, drafts: Sequence[TraceDraft], scope: Scope) -> list[str]:
+        """Store ``drafts`` in ``scope`` in one transaction, all or nothing; returns their ids.
+
+        Every draft is checked first (InvalidInput naming ``trace #i``). A draft without
+        ``seq`` gets the next position in its session.
+        """
+        if not isinstance(drafts, (list, tuple)):
+            raise InvalidInput("add_many takes a list of traces")
+        return self.add_batches([(drafts, scope)])[0]
+
+    @abstractmethod
+    def add_batches(self, batches: Sequence[tuple[Sequence[TraceDraft], Scope]]) -> list[list[str]]:
+        """Store several batches, each in its own scope, in ONE transaction; ids per batch.
+
+        This is what makes a multi-conversation import all-or-nothing: a failure anywhere
+        (bad input, or the backend refusing a row) stores none of the batches.
+        Implementations check everything with ``clean_batches`` before writing.
+        """
+
+    @abstractmethod
+    def update(self, tid: str, scope: Scope, *, text: Any = None, metadata: Any = None) -> Trace:
+        """Replace a trace's text and/or metadata (at least one); returns the new version.
+
+        The version counter goes up by one and the history gains an 'update' event holding the
+        text and metadata before and after. NotFound if ``tid`` is not in ``scope``.
+        """
+
+    @abstractmethod
+    def delete(self, tid: str, scope: Scope) -> None:
+        """Remove a trace; its history keeps a 'delete' event. NotFound if not in ``scope``."""
+
+    @abstractmethod
+    def delete_scope(self, scope: Scope) -> int:
+        """Remove every trace, history event, derived row and per-scope fact (such as the
+        embedder fingerprint) of ``scope``, and nothing of any other scope; returns how many
+        traces were removed."""
+
+    # -- reads -----------------------------------------------------------------------------
+    @abstractmethod
+    def get(self, tid: str, scope: Scope) -> Trace:
+        """The trace ``tid`` of ``scope``; NotFound if it does not exist there."""
+
+    @abstractmethod
+    def get_rowids(self, rowids: Sequence[int]) -> dict[int, Trace]:
+        """Traces by internal row number, across scopes (for derived-index lookups); missing
+        rows are simply absent from the result."""
+
+    @abstractmethod
+    def history(self, tid: str, scope: Scope) -> list[HistoryEvent]:
+        """Every 'add' / 'update' / 'delete' event of a trace, oldest first; it outlives a
+        delete. NotFound if the trace never existed in ``scope``."""
+
+    @abstractmethod
+    def scope_version(self, scope: Scope) -> int:
+        """A counter that goes up with every write to ``scope`` (0 for a scope never written)."""
+
+    @abstractmethod
+    def scopes(self) -> list[Scope]:
+        """Every scope that holds at least one trace, sorted by (user, agent)."""
+
+    @abstractmethod
+    def stats(self, scope: Scope | None = None) -> dict[str, Any]:
+        """Counts for ``scope`` (or the whole store when None).
+
+        Keys: ``path``, ``traces``, ``sessions``, ``characters``, ``scopes``, ``speakers``
+        ({speaker: traces}), ``history_events`` ({event: count}), ``first_time``,
+        ``last_time`` and ``units`` ({level: derived units}).
+        """
+
+    # -- per-file facts (store_meta) -------------------------------------------------------
+    @abstractmethod
+    def get_meta(self, key: str) -> str | None:
+        """The value stored under ``key``, or None."""
+
+    @abstractmethod
+    def set_meta(self, key: str, value: str) -> None:
+        """Store ``value`` under ``key``, replacing any earlier value (one atomic write)."""
+
+    @abstractmethod
+    def setdefault_meta(self, key: str, value: str) -> str:
+        """Store ``value`` under ``key`` unless a value is there already; return the stored
+        value. Atomic: of two concurrent callers exactly one value wins and both see it."""
+
+    @abstractmethod
+    def delete_meta(self, key: str) -> bool:
+        """Remove ``key``; True if it was there."""
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection; the object must not be used afterwards."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ``list`` comes last: inside this class body the name shadows the builtin.
+    @abstractmethod
+    def list(self, scope: Scope, *, session: str | None = None, since: Any = None,
+             until: Any = None, metadata: dict[str, Any] | None = None,
+             limit: int | None = None, offset: int = 0) -> list[Trace]:
+        """Traces of ``scope`` in conversation order (session time, session, seq).
+
+        Filters: ``session`` (exact), ``since`` / ``until`` (inclusive, on event time, else
+        session time, else recording time), ``metadata`` (top-level keys equal to scalar
+        values); ``limit`` / ``offset`` page through the result.
+        """
+
+
+def check_meta_key(key: Any) -> str:
+    """A ``store_meta`` key: a non-empty string that can be stored."""
+    if not isinstance(key, str) or not key:
+        raise InvalidInput(f"a store_meta key is a non-empty string, got {key!r}")
+    validate.check_unicode(key, "store_meta key")
+    return key
+
+
+def check_meta_value(value: Any) -> str:
+    """A ``store_meta`` value: a string that can be stored."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"a store_meta value is a string, got {type(value).__name__}")
+    validate.check_unicode(value, "store_meta value")
+    return value
+
+
+def scope_meta_key(prefix: str, scope: Scope) -> str:
+    """The ``store_meta`` key of a per-scope fact, e.g. ``embedder:["ana",""]``.
+
+    ``delete_scope`` removes every key made here for its scope, whatever the prefix. The scope
+    part is JSON, so no two scopes share a key whatever characters their ids hold.
+    """
+    if not isinstance(prefix, str) or not prefix or ":" in prefix:
+        raise InvalidInput(f"a per-scope meta prefix is a non-empty string without ':', got {prefix!r}")
+    return f"{prefix}:{scope_meta_suffix(scope)}"
+
+
+def scope_meta_suffix(scope: Scope) -> str:
+    """What follows the first ``:`` in every per-scope ``store_meta`` key of ``scope``."""
+    return json.dumps(list(scope_key(scope)), ensure_ascii=False, separators=(",", ":"))

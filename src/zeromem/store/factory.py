@@ -1,0 +1,95 @@
+"""The one place that knows the storage backends: a path or URL → an opened store.
+
+Accepted targets:
+
+* a plain path (``str`` or ``Path``, ``~`` expanded) or ``":memory:"`` → SQLite;
+* ``sqlite:///abs/path.db`` (three slashes, then the absolute path; ``%20`` and friends are
+  decoded; SQLAlchemy's four-slash ``sqlite:////abs/path.db`` is the same file) or
+  ``sqlite:///:memory:`` → SQLite;
+* ``postgresql://...`` / ``postgres://...`` → not built yet (StoreError);
+* any other ``scheme://`` → InvalidInput listing these forms.
+
+A new backend is one module implementing ``TraceStoreBase`` plus one entry in ``_BACKENDS``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from ..errors import InvalidInput, StoreError
+from . import validate
+from .base import TraceStoreBase
+from .sqlite import SQLiteStore
+
+_URL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+SUPPORTED_FORMS = ("a file path such as ~/.zeromem/memory.db", "':memory:'",
+                   "sqlite:///absolute/path.db", "sqlite:///:memory:")
+
+
+def open_store(target: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
+               timeout_s: float = 30.0) -> TraceStoreBase:
+    """Open the store ``target`` names (see the module docstring for the accepted forms).
+
+    Raises InvalidInput for a target of the wrong type or an unknown URL scheme, and
+    StoreError when the backend cannot open it (unreadable file, newer schema, backend not
+    available).
+    """
+    if isinstance(target, Path):
+        return SQLiteStore(target, max_text_chars=max_text_chars, timeout_s=timeout_s)
+    if not isinstance(target, str):
+        raise InvalidInput(f"a store is named by a path or a URL string, got "
+                           f"{type(target).__name__}; use one of: {', '.join(SUPPORTED_FORMS)}")
+    if not target.strip():
+        raise InvalidInput(f"the store path is empty; use one of: {', '.join(SUPPORTED_FORMS)}")
+    validate.check_unicode(target, "the store path")
+    match = _URL_RE.match(target)
+    if match is None:
+        return SQLiteStore(target, max_text_chars=max_text_chars, timeout_s=timeout_s)
+    scheme = match.group(1).lower()
+    opener = _BACKENDS.get(scheme)
+    if opener is None:
+        raise InvalidInput(f"unknown store URL scheme {scheme!r}: use one of: "
+                           f"{', '.join(SUPPORTED_FORMS)}")
+    return opener(target, max_text_chars, timeout_s)
+
+
+def _open_sqlite(url: str, max_text_chars: int, timeout_s: float) -> TraceStoreBase:
+    parts = urlsplit(url)
+    if parts.netloc:
+        raise InvalidInput(f"a sqlite URL has no host: write sqlite:///absolute/path.db (three "
+                           f"slashes), not {_redacted(url)}")
+    if parts.query or parts.fragment:
+        raise InvalidInput("a sqlite URL takes no '?' or '#' part: percent-encode those "
+                           "characters in the path (%3F, %23)")
+    try:
+        path = unquote(parts.path, errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidInput("the path in this sqlite URL has a %-escape that is not UTF-8") from None
+    if path in ("", "/"):
+        raise InvalidInput("a sqlite URL needs a path: sqlite:///absolute/path.db or sqlite:///:memory:")
+    if path.startswith("//"):
+        path = "/" + path.lstrip("/")  # sqlite:////abs/path.db, as SQLAlchemy writes it
+    if path == "/:memory:":
+        path = ":memory:"
+    return SQLiteStore(path, max_text_chars=max_text_chars, timeout_s=timeout_s)
+
+
+def _postgres_unavailable(url: str, max_text_chars: int, timeout_s: float) -> TraceStoreBase:
+    raise StoreError("the PostgreSQL backend is not available yet in this zeromem: store the "
+                     "memory in a SQLite file (a path, or sqlite:///absolute/path.db) for now")
+
+
+def _redacted(url: str) -> str:
+    """``url`` without its password, for error messages."""
+    return re.sub(r"(://[^/:@]*:)[^/@]*@", r"\1***@", url)
+
+
+# scheme → opener. A new backend is one entry here (and its module).
+_BACKENDS: dict[str, Callable[[str, int, float], TraceStoreBase]] = {
+    "sqlite": _open_sqlite,
+    "postgresql": _postgres_unavailable,
+    "postgres": _postgres_unavailable,
+}
