@@ -68,7 +68,7 @@ def test_bridge_turn_shares_entities_with_two_primaries():
     out = _run([0, 1], scores, list(range(8)), unit_entities=ents, neighbours=0)
     assert set(out) == {3}
     assert out[3][0] == pytest.approx(C.BRIDGE_DECAY * 0.75)
-    assert out[3][1] == "bridge between [0, 1]"
+    assert out[3][1] == "bridge between 0, 1"
 
 
 def test_title_link_brings_in_the_named_episode_scaled_by_its_own_relevance():

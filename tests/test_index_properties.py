@@ -115,7 +115,8 @@ def test_window_and_episode_tokens_are_the_tokens_of_their_text(tmp_path):
     checked = 0
     for level, position, text, text_hash, rowids in rows:
         key = (position, text_hash, tuple(json.loads(rowids)))
-        slot = index.levels[level].key.index(key)
+        units = index.levels[level]
+        slot = [units.key(i) for i in range(units.size)].index(key)
         assert [terms[t] for t in index.levels[level].tokens[slot].tolist()] == tokenize(text)
         checked += level in ("window", "episode")
     assert checked

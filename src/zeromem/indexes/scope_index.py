@@ -29,6 +29,7 @@ from ..types import Scope, Trace
 from .dense import DenseIndex
 from .growable import Growable
 from .lexical import LexicalIndex, Vocabulary
+from .ragged import Ragged
 from .units import LEVELS
 
 TURN = "turn"
@@ -66,7 +67,8 @@ class Change:
     units_set: dict[str, list[int]] = field(default_factory=dict)  # span / window / episode
     units_killed: dict[str, list[int]] = field(default_factory=dict)
     sessions: set[int] = field(default_factory=set)
-    new_entities: list[str] = field(default_factory=list)
+    # (entity, label, count) mentions that changed turns had before this change
+    old_mentions: dict[int, list[tuple[str, str, int]]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -75,15 +77,20 @@ class Change:
 
 
 class Level:
-    """The slots of one level: liveness, session, covered traces, BM25 document, vector."""
+    """The slots of one level: liveness, session, covered traces, BM25 document, vector.
+
+    Everything per slot is a flat array or a ``Ragged`` list, not a Python object, so a scope
+    of 100k traces (≈400k units) stays small in memory and loads from a snapshot in one read.
+    """
 
     def __init__(self, name: str, vocabulary: Vocabulary) -> None:
         self.name = name
         self.alive = Growable(bool, fill=False)
-        self.session = Growable(np.int64, fill=-1)
-        self.rowids: list[tuple[int, ...]] = []
-        self.key: list[tuple | None] = []
-        self.tokens: list[np.ndarray | None] = []
+        self.session = Growable(np.int32, fill=-1)
+        self.position = Growable(np.int64, fill=-1)
+        self.text_hash = Growable("S24", fill=b"")
+        self.rowids = Ragged(np.int64)
+        self.tokens = Ragged(np.int32)
         self.lexical = LexicalIndex(vocabulary=vocabulary)
         self.dense = DenseIndex()
         self.free: list[int] = []
@@ -100,14 +107,22 @@ class Level:
             self._live = (self.changes, np.flatnonzero(self.alive.view()))
         return self._live[1]
 
+    def key(self, slot: int) -> tuple | None:
+        """What identifies a unit across re-derivations: position, text hash, traces."""
+        if not self.alive[slot]:
+            return None
+        return (int(self.position[slot]), self.text_hash[slot].decode("ascii"),
+                tuple(self.rowids[slot].tolist()))
+
     def new_slot(self, reuse: bool) -> int:
         if reuse and self.free:
             return self.free.pop()
         slot = self.alive.append(False)
         self.session.append(-1)
-        self.rowids.append(())
-        self.key.append(None)
-        self.tokens.append(None)
+        self.position.append(-1)
+        self.text_hash.append(b"")
+        self.rowids.reserve(slot + 1)
+        self.tokens.reserve(slot + 1)
         self.lexical.reserve(slot + 1)
         return slot
 
@@ -115,8 +130,9 @@ class Level:
              tokens: np.ndarray, vector: np.ndarray | None) -> None:
         self.alive[slot] = True
         self.session[slot] = session
+        self.position[slot] = key[0]
+        self.text_hash[slot] = key[1].encode("ascii")
         self.rowids[slot] = rowids
-        self.key[slot] = key
         self.tokens[slot] = tokens
         self.lexical.set_document(slot, tokens)
         self.dense.set_rows(np.asarray([slot]), None if vector is None else vector[None, :])
@@ -125,9 +141,10 @@ class Level:
     def kill(self, slot: int, reuse: bool) -> None:
         self.alive[slot] = False
         self.session[slot] = -1
+        self.position[slot] = -1
+        self.text_hash[slot] = b""
         self.rowids[slot] = ()
-        self.key[slot] = None
-        self.tokens[slot] = None
+        self.tokens[slot] = ()
         self.lexical.remove_document(slot)
         self.dense.clear(np.asarray([slot]))
         if reuse:
@@ -151,7 +168,11 @@ class ScopeIndex:
         self.episode_of_session = Growable(np.int64, fill=-1)
         self.slot_of_rowid: dict[int, int] = {}
         self.traces: list[Trace | None] = []  # per turn slot
-        self.mentions: list[tuple[tuple[str, str, str, int], ...]] = []  # per turn slot
+        # Entity mentions per turn slot: (entity, label) ids into ``names``, and counts.
+        self.names = Vocabulary()
+        self.mention_entity = Ragged(np.int32)
+        self.mention_label = Ragged(np.int32)
+        self.mention_count = Ragged(np.int32)
         self.entity_row: dict[str, int] = {}
         self.entity_names: list[str] = []
         self.entity_vectors = Growable(np.float32, width=1, capacity=1)
@@ -174,6 +195,18 @@ class ScopeIndex:
         trace = self.traces[slot]
         assert trace is not None, f"turn slot {slot} is empty"
         return trace
+
+    def mentions_of(self, slot: int) -> list[tuple[str, str, int]]:
+        """(entity, label, count) of every entity mentioned in a turn slot."""
+        terms = self.names.terms
+        return [(terms[e], terms[lab], c) for e, lab, c in zip(
+            self.mention_entity[slot].tolist(), self.mention_label[slot].tolist(),
+            self.mention_count[slot].tolist())]
+
+    def _set_mentions(self, slot: int, mentions: Sequence[tuple[str, str, str, int]]) -> None:
+        self.mention_entity[slot] = self.names.encode([m[0] for m in mentions])
+        self.mention_label[slot] = self.names.encode([m[1] for m in mentions])
+        self.mention_count[slot] = [m[3] for m in mentions]
 
     def entity_matrix(self) -> np.ndarray:
         return self.entity_vectors.view() if self._entity_dim else np.zeros((0, 0), dtype=np.float32)
@@ -208,7 +241,6 @@ class ScopeIndex:
             slot = turns.new_slot(reuse=False)
             self.slot_of_rowid[rowid] = slot
             self.traces.append(None)
-            self.mentions.append(())
         for data in sorted(batch, key=lambda s: s.session):
             self._apply_session(data, change)
         return change
@@ -228,9 +260,10 @@ class ScopeIndex:
         for slot in self.session_turns[sid]:
             rowid = int(turns.rowids[slot][0])
             if rowid not in keep and turns.alive[slot]:
+                change.old_mentions[slot] = self.mentions_of(slot)
                 turns.kill(slot, reuse=False)
                 self.traces[slot] = None
-                self.mentions[slot] = ()
+                self._set_mentions(slot, ())
                 del self.slot_of_rowid[rowid]
                 change.turns_killed.append(slot)
         ordered: list[int] = []
@@ -240,10 +273,11 @@ class ScopeIndex:
             ordered.append(slot)
             key = (unit.position, unit.text_hash, unit.rowids)
             trace = traces.get(unit.rowids[0])
-            if turns.key[slot] == key and self.traces[slot] == trace and turns.alive[slot]:
+            if turns.alive[slot] and turns.key(slot) == key and self.traces[slot] == trace:
                 continue
+            change.old_mentions[slot] = self.mentions_of(slot) if turns.alive[slot] else []
             self.traces[slot] = trace
-            self.mentions[slot] = tuple(unit.mentions)
+            self._set_mentions(slot, unit.mentions)
             retokenize.append((slot, unit))
         for (slot, unit), tokens in zip(retokenize, self._tokens([u.text for _, u in retokenize])):
             turns.fill(slot, sid, (unit.position, unit.text_hash, unit.rowids), unit.rowids, tokens,
@@ -259,7 +293,7 @@ class ScopeIndex:
 
     def _apply_level(self, level: Level, sid: int, units: list[StoredUnit], change: Change) -> None:
         wanted = {(u.position, u.text_hash, u.rowids): u for u in units}
-        existing = {level.key[slot]: slot for slot in np.flatnonzero(level.session.view() == sid).tolist()}
+        existing = {level.key(slot): slot for slot in np.flatnonzero(level.session.view() == sid).tolist()}
         for key, slot in existing.items():
             if key not in wanted:
                 level.kill(slot, reuse=True)
@@ -290,10 +324,9 @@ class ScopeIndex:
         parts = []
         for rowid in unit.rowids:
             slot = self.slot_of_rowid.get(rowid)
-            tokens = turns.tokens[slot] if slot is not None else None
-            if tokens is None:
+            if slot is None or not turns.alive[slot]:
                 return self._tokens([unit.text])[0]
-            parts.append(tokens)
+            parts.append(turns.tokens[slot])
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
 
 

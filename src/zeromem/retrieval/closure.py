@@ -30,8 +30,11 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
                        next_turn: np.ndarray, prev_turn: np.ndarray, n_live: int | None = None,
                        neighbours: int = 1, bridges: int = 2,
                        titled_turns: dict[int, list[int]] | None = None,
-                       relevance: np.ndarray | None = None) -> dict[int, tuple[float, str]]:
+                       relevance: np.ndarray | None = None,
+                       name: Callable[[int], str] = str) -> dict[int, tuple[float, str]]:
     """Closure units with their derived scores and the reason they were added.
+
+    ``name(node)`` labels a node in the reasons (the engine passes its trace id).
 
     ``next_turn`` / ``prev_turn`` give each turn's neighbours in its session (-1: none);
     ``turns_of_entities(ids)`` the turns linked to each entity, as (turns, count per entity).
@@ -56,14 +59,14 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
             before = int(prev_turn[before]) if before >= 0 else -1
             if after >= 0:
                 decay = NEXT_AFTER_QUESTION_DECAY if question_like[node] and step == 1 else NEXT_DECAY
-                offer(after, base * decay ** step, f"reply to {node}")
+                offer(after, base * decay ** step, f"reply to {name(node)}")
             if before >= 0:
-                offer(before, base * PREV_DECAY ** step, f"context of {node}")
+                offer(before, base * PREV_DECAY ** step, f"context of {name(node)}")
     if bridges > 0 and len(primary) > 1:
         for other, mean, sources in _bridges(primary, scores, unit_entities, entity_df,
                                              turns_of_entities, bridges,
                                              n if n_live is None else n_live):
-            offer(other, BRIDGE_DECAY * mean, f"bridge between {sources}")
+            offer(other, BRIDGE_DECAY * mean, "bridge between " + ", ".join(name(source) for source in sources))
     if titled_turns and bridges > 0:
         # A candidate that names an entity with an episode of its own (a page titled after it)
         # points at that episode: the second hop of a bridge question. The hop keeps part of the
@@ -76,7 +79,7 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
                     if other == node or session[other] == session[node]:
                         continue
                     offer(other, TITLE_LINK_DECAY * base * (0.5 + 0.5 * float(own[other])),
-                          f"named in {node}")
+                          f"named in {name(node)}")
     return found
 
 

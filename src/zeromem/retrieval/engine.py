@@ -139,7 +139,8 @@ class Engine:
                 next_turn=prep.hier.next_turn.view(), prev_turn=prep.hier.prev_turn.view(),
                 n_live=prep.n_live, neighbours=cfg.closure_neighbours,
                 bridges=cfg.closure_graph_bridges, titled_turns=prep.titled_turns,
-                relevance=normalize_live(np.maximum(score, 0), live))
+                relevance=normalize_live(np.maximum(score, 0), live),
+                name=lambda node: prep.trace(node).id)
             for node, (value, reason) in extra.items():
                 if mask[node]:
                     chosen[node] = (value, reason)

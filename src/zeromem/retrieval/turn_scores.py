@@ -125,7 +125,7 @@ def score_candidate_turns(prep: PreparedScope, qtokens: list[str], qvec: np.ndar
         sources.append(hier.span_turn.view()[_best(bm25["span"], per_source)])
     if len(live_of["window"]):
         windows = _best(bm25["window"], per_source)
-        sources.append(np.asarray([t for w in windows.tolist() for t in hier.turns_of_window[w]], dtype=np.int64))
+        sources.append(np.concatenate([hier.turns_of_window[w] for w in windows.tolist()] + [np.zeros(0, np.int64)]))
     found = _union(sources)
     found = found[prep.alive[found]]
     # PPR restarts at the best of these turns, then brings in the turns it reaches.

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..encoders.aliases import link_aliases
+from ..indexes.growable import Growable
+from ..indexes.ragged import Ragged
 from ..indexes.scope_index import Change, ScopeIndex
 from .ppr import symmetric_pagerank, symmetric_push_pagerank
 
@@ -95,28 +97,27 @@ class EntityGraph:
         self.entities: list[str] = []
         self.entity_index: dict[str, int] = {}
         self.alias: dict[str, str] = {}
-        self.edges: list[tuple[np.ndarray, np.ndarray] | None] = []  # per turn slot
-        self.unit_entities: list[list[int]] = []  # per turn slot, in entity-name order
-        self.next_turn: list[int] = []  # per turn slot: the next turn of its session, or -1
-        self.entity_df = np.zeros(0)  # live turns linked to each entity
+        self.edge_ids = Ragged(np.int64)  # per turn slot: entity ids, in entity-name order
+        self.edge_weights = Ragged(np.float64)
+        self.next_turn = Growable(np.int64, fill=-1)  # per turn slot: next turn of its session
+        self.alive = Growable(bool, fill=False)  # turn slots that have edges
+        self._df = Growable(np.float64)  # live turns linked to each entity
         self.raw_counts: Counter = Counter()  # raw entity key → mentions in live turns
         self.person_counts: Counter = Counter()  # the same for names (alias candidates)
         self.key_counts: Counter = Counter()  # graph key (aliased, with heads) → live mentions
-        self.key_turns: dict[str, set[int]] = defaultdict(set)  # raw key or head → turn slots
-        self.title_turns: dict[str, set[int]] = defaultdict(set)  # episode title → turn slots
+        self._key_turns: dict[str, set[int]] | None = None  # raw key or head → turn slots (lazy)
+        self._titles: dict[str, list[int]] = {}  # normalized session name → session ids
+        self._titled_sessions = 0
         self.n_live_turns = 0
         self.turn_capacity = 0
         self.entity_capacity = 0
         self.version = 0
-        self._raw: dict[int, tuple[tuple[str, str, int], ...]] = {}
-        self._slot_keys: dict[int, dict[str, int]] = {}
-        self._slot_raw_keys: dict[int, set[str]] = {}
-        self._slot_title: dict[int, str] = {}
         self._base: sp.csr_matrix | None = None
         self._base_rows = np.zeros(0, dtype=np.int64)
         self._base_degree = np.zeros(0)
-        self._base_positions: dict[int, np.ndarray] = {}
-        self._base_entries = 0
+        self._owner_ptr = np.zeros(1, dtype=np.int64)  # base entries owned by each turn slot ...
+        self._owner_entries = np.zeros(0, dtype=np.int64)  # ... as positions in the base
+        self._base_slots = 0
         self._dirty: set[int] = set()
         self._cache: tuple | None = None
 
@@ -124,25 +125,32 @@ class EntityGraph:
     @property
     def n_turns(self) -> int:
         """Turn slots (node ids below this are turns; empty slots have no edges)."""
-        return len(self.edges)
+        return self.alive.size
 
     @property
     def n_nodes(self) -> int:
         return self.turn_capacity + self.entity_capacity
+
+    @property
+    def entity_df(self) -> np.ndarray:
+        return self._df.view()
+
+    @property
+    def unit_entities(self) -> "_EntityLists":
+        return _EntityLists(self.edge_ids)
 
     def parts(self) -> tuple[list[sp.csr_matrix], np.ndarray]:
         """The adjacency as [base, delta] CSR matrices (n_nodes²) and every node's degree."""
         self._ensure_base()
         assert self._base is not None
         if self._cache is None or self._cache[0] != self.version:
-            rows, cols, vals = self._owned_entries(sorted(self._dirty))
+            rows, cols, vals = self._owned_entries(np.asarray(sorted(self._dirty), dtype=np.int64))
             n = self.n_nodes
             degree = self._base_degree.copy()
             parts = [self._base]
-            if vals:
-                rows_a = np.asarray(rows, dtype=np.int64)
-                parts.append(sp.csr_matrix((vals, (rows_a, cols)), shape=(n, n)))
-                degree += np.bincount(rows_a, weights=vals, minlength=n)[:n]
+            if len(vals):
+                parts.append(sp.csr_matrix((vals, (rows, cols)), shape=(n, n)))
+                degree += np.bincount(rows, weights=vals, minlength=n)[:n]
             self._cache = (self.version, parts, degree)
         return self._cache[1], self._cache[2]
 
@@ -153,8 +161,10 @@ class EntityGraph:
         counts = np.zeros(len(entity_ids), dtype=np.int64)
         for i, j in enumerate(entity_ids):
             node = self.turn_capacity + int(j)
-            chunks = [part.indices[part.indptr[node]:part.indptr[node + 1]][
-                part.data[part.indptr[node]:part.indptr[node + 1]] > 0] for part in parts]
+            chunks = []
+            for part in parts:
+                lo, hi = part.indptr[node], part.indptr[node + 1]
+                chunks.append(part.indices[lo:hi][part.data[lo:hi] > 0])
             turns = np.unique(np.concatenate(chunks)).astype(np.int64)
             found.append(turns)
             counts[i] = len(turns)
@@ -164,116 +174,137 @@ class EntityGraph:
     def update(self, index: ScopeIndex, change: Change, next_turn: np.ndarray) -> None:
         """Bring the graph in line with ``index`` after ``change``; ``next_turn`` per turn slot."""
         n = index.n_slots
-        while len(self.edges) < n:
-            self.edges.append(None)
-            self.unit_entities.append([])
-            self.next_turn.append(-1)
-        touched = set(change.turns_set) | set(change.turns_killed)
-        for slot in touched:
-            self._forget_mentions(slot)
+        self.alive.reserve(n)
+        self.next_turn.reserve(n)
+        self.edge_ids.reserve(n)
+        self.edge_weights.reserve(n)
         alive = index.turns.alive.view()
-        for slot in change.turns_set:
+        touched = set(change.turns_set) | set(change.turns_killed)
+        was_positive: dict[str, bool] = {}
+
+        def count(bucket: dict[str, int], sign: int) -> None:
+            for key, c in bucket.items():
+                if key not in was_positive:
+                    was_positive[key] = self.key_counts[key] > 0
+                self.key_counts[key] += sign * c
+
+        # Mentions the changed turns had leave the counts (keyed with the alias map they were
+        # counted with), their new mentions come in.
+        for slot in sorted(touched):
+            old = change.old_mentions.get(slot, [])
+            self._count_raw(old, -1)
+            count(_bucket(old, self.alias), -1)
+            self._index_keys(slot, old, remove=True)
+        for slot in sorted(change.turns_set):
             if alive[slot]:
-                self._count_mentions(index, slot)
+                self._count_raw(index.mentions_of(slot), +1)
         old_alias = self.alias
-        live_names = {k: c for k, c in self.person_counts.items() if c > 0}
-        self.alias = link_aliases(sorted(live_names), live_names)
-        for key in set(old_alias) | set(self.alias):
-            if old_alias.get(key) != self.alias.get(key):
-                touched |= self.key_turns.get(key, set()) | self.title_turns.get(key, set())
+        names = {k: c for k, c in self.person_counts.items() if c > 0}
+        self.alias = link_aliases(sorted(names), names)
+        relinked: set[int] = set()
+        changed = [k for k in set(old_alias) | set(self.alias) if old_alias.get(k) != self.alias.get(k)]
+        if changed:
+            key_turns = self._keys_to_turns(index)
+            for key in changed:
+                relinked |= key_turns.get(key, set())
+                relinked |= self._title_turns(index, key)
+            relinked -= touched
+            for slot in sorted(relinked):
+                count(_bucket(index.mentions_of(slot), old_alias), -1)
+        for slot in sorted((touched | relinked)):
+            if alive[slot]:
+                mentions = index.mentions_of(slot)
+                count(_bucket(mentions, self.alias), +1)
+                if slot in touched:
+                    self._index_keys(slot, mentions, remove=False)
+        edges = touched | relinked
         for sid in change.sessions:
             for slot in index.session_turns[sid]:
                 if self.next_turn[slot] != int(next_turn[slot]):
                     self.next_turn[slot] = int(next_turn[slot])
-                    touched.add(slot)
+                    edges.add(slot)
         for slot in change.turns_killed:
             self.next_turn[slot] = -1
-        # A key that becomes mentioned (or stops being) changes the title edges of its episodes.
-        keys_before = set().union(*(self._slot_keys.get(s, {}).keys() for s in touched)) if touched else set()
-        was_mentioned = {key: self.key_counts.get(key, 0) > 0 for key in keys_before}
-        for slot in sorted(touched):
-            self._drop_keys(slot)
-        for slot in sorted(touched):
-            if alive[slot]:
-                self._add_keys(index, slot)
-        keys_after = set().union(*(self._slot_keys.get(s, {}).keys() for s in touched)) if touched else set()
-        for key in keys_before | keys_after:
-            if was_mentioned.get(key, False) != (self.key_counts.get(key, 0) > 0):
-                touched |= self.title_turns.get(key, set())
-        for slot in sorted(touched):
-            self._set_edges(slot, bool(alive[slot]))
+        # A key that became mentioned (or stopped being) changes the title edges of its episodes.
+        for key, before in was_positive.items():
+            if before != (self.key_counts[key] > 0):
+                edges |= self._title_turns(index, key)
+        for slot in sorted(edges):
+            self._set_edges(index, slot, bool(alive[slot]))
         self.n_live_turns = index.n_live_turns
         self.version += 1
         if self._base is None:
             return
         if (n > self.turn_capacity or len(self.entities) > self.entity_capacity
-                or len(self._dirty | touched) > self.DELTA_SHARE * max(len(self._base_positions), 1000)):
+                or len(self._dirty | edges) > self.DELTA_SHARE * max(self._base_slots, 1000)):
             self._base = None  # rebuilt on the next read
             return
-        for slot in touched - self._dirty:
+        for slot in edges - self._dirty:
             self._mask_in_base(slot)
-        self._dirty |= touched
+        self._dirty |= edges
 
-    def _forget_mentions(self, slot: int) -> None:
-        for entity, label, count in self._raw.pop(slot, ()):
-            self.raw_counts[entity] -= count
+    def _count_raw(self, mentions: list[tuple[str, str, int]], sign: int) -> None:
+        for entity, label, c in mentions:
+            self.raw_counts[entity] += sign * c
             if label in ALIAS_LABELS:
-                self.person_counts[entity] -= count
+                self.person_counts[entity] += sign * c
 
-    def _count_mentions(self, index: ScopeIndex, slot: int) -> None:
-        raw = tuple((entity, label, count) for entity, label, _, count in index.mentions[slot])
-        self._raw[slot] = raw
-        for entity, label, count in raw:
-            self.raw_counts[entity] += count
-            if label in ALIAS_LABELS:
-                self.person_counts[entity] += count
+    def _raw_keys(self, mentions: list[tuple[str, str, int]]) -> set[str]:
+        """Keys whose alias link, if it changed, changes this turn's bucket."""
+        keys: set[str] = set()
+        for entity, _, _ in mentions:
+            keys.add(entity)
+            keys.update(with_heads(entity))
+            keys.update(with_heads(self.alias.get(entity, entity)))
+        return keys
 
-    def _drop_keys(self, slot: int) -> None:
-        for key, count in self._slot_keys.pop(slot, {}).items():
-            self.key_counts[key] -= count
-        for key in self._slot_raw_keys.pop(slot, ()):
-            self.key_turns[key].discard(slot)
-        title = self._slot_title.pop(slot, "")
-        if title:
-            self.title_turns[title].discard(slot)
-            self.title_turns[self.alias.get(title, title)].discard(slot)
-
-    def _add_keys(self, index: ScopeIndex, slot: int) -> None:
-        alias = self.alias
-        bucket: dict[str, int] = {}
-        raw_keys: set[str] = set()
-        for entity, _, count in self._raw.get(slot, ()):
-            raw_keys.add(entity)
-            for key in with_heads(alias.get(entity, entity)):
-                raw_keys.add(key)
-                key = alias.get(key, key)
-                bucket[key] = bucket.get(key, 0) + count
-        self._slot_keys[slot] = bucket
-        for key, count in bucket.items():
-            self.key_counts[key] += count
-        self._slot_raw_keys[slot] = raw_keys
-        for key in raw_keys:
-            self.key_turns[key].add(slot)
-        title = normalize_title(index.sessions[int(index.turns.session[slot])])
-        if title:
-            self._slot_title[slot] = title
-            self.title_turns[title].add(slot)
-            self.title_turns[alias.get(title, title)].add(slot)
-
-    def _set_edges(self, slot: int, alive: bool) -> None:
-        old = self.edges[slot]
-        if old is not None:
-            np.subtract.at(self.entity_df, old[0], 1.0)
-        if not alive:
-            self.edges[slot] = None
-            self.unit_entities[slot] = []
+    def _index_keys(self, slot: int, mentions: list[tuple[str, str, int]], *, remove: bool) -> None:
+        if self._key_turns is None:
             return
-        bucket = dict(self._slot_keys.get(slot, {}))
-        title = self._slot_title.get(slot, "")
+        for key in self._raw_keys(mentions):
+            if remove:
+                self._key_turns.get(key, set()).discard(slot)
+            else:
+                self._key_turns.setdefault(key, set()).add(slot)
+
+    def _keys_to_turns(self, index: ScopeIndex) -> dict[str, set[int]]:
+        """Raw key → turn slots using it; built on the first alias change, then kept."""
+        if self._key_turns is None:
+            self._key_turns = defaultdict(set)
+            for slot in index.turns.live().tolist():
+                for key in self._raw_keys(index.mentions_of(slot)):
+                    self._key_turns[key].add(slot)
+        return self._key_turns
+
+    def _title_turns(self, index: ScopeIndex, key: str) -> set[int]:
+        """Turns of the sessions whose title is ``key`` (or an alias of it)."""
+        titles = self._titles
+        for sid in range(self._titled_sessions, len(index.sessions)):  # sessions only grow
+            titles.setdefault(normalize_title(index.sessions[sid]), []).append(sid)
+        self._titled_sessions = len(index.sessions)
+        names = [key] + [t for t, target in self.alias.items() if target == key]
+        out: set[int] = set()
+        for title in names:
+            for sid in titles.get(title, ()):
+                out.update(index.session_turns[sid])
+        return out
+
+    def _set_edges(self, index: ScopeIndex, slot: int, alive: bool) -> None:
+        df = self._df
+        old = self.edge_ids[slot]
+        if len(old):
+            np.subtract.at(df.view(), old, 1.0)
+        if not alive:
+            self.edge_ids[slot] = ()
+            self.edge_weights[slot] = ()
+            self.alive[slot] = False
+            return
+        bucket = _bucket(index.mentions_of(slot), self.alias)
+        title = normalize_title(index.sessions[int(index.turns.session[slot])])
         title = self.alias.get(title, title)
         # An episode named after an entity (a page, a project, a person's thread) is about it:
         # its turns link to that entity even where they only say "he" or "it".
-        if title and self.key_counts.get(title, 0) > 0:
+        if title and self.key_counts[title] > 0:
             bucket[title] = bucket.get(title, 0) + 1
         weights = sorted(edge_weights(bucket).items())
         ids = []
@@ -282,84 +313,115 @@ class EntityGraph:
             if j is None:
                 j = self.entity_index[entity] = len(self.entities)
                 self.entities.append(entity)
+                df.append(0.0)
             ids.append(j)
-        if len(self.entity_df) < len(self.entities):
-            grown = np.zeros(2 * len(self.entities))
-            grown[:len(self.entity_df)] = self.entity_df
-            self.entity_df = grown
-        ids_arr = np.asarray(ids, dtype=np.int64)
-        self.edges[slot] = (ids_arr, np.asarray([w for _, w in weights], dtype=np.float64))
-        self.unit_entities[slot] = ids
-        np.add.at(self.entity_df, ids_arr, 1.0)
+        self.edge_ids[slot] = ids
+        self.edge_weights[slot] = [w for _, w in weights]
+        self.alive[slot] = True
+        if ids:
+            np.add.at(df.view(), np.asarray(ids, dtype=np.int64), 1.0)
 
-    def _owned_entries(self, slots: Iterable[int]) -> tuple[list[int], list[int], list[float]]:
-        rows: list[int] = []
-        cols: list[int] = []
-        vals: list[float] = []
+    def _owned_entries(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, cols, weights) of the entries the given turn slots own, both directions."""
         offset = self.turn_capacity
-        for slot in slots:
-            edges = self.edges[slot] if slot < len(self.edges) else None
-            if edges is None:
+        parts_r, parts_c, parts_v = [], [], []
+        for slot in slots.tolist():
+            ids = self.edge_ids[slot]
+            if not self.alive[slot]:
                 continue
-            for j, w in zip(edges[0].tolist(), edges[1].tolist()):
-                rows += [slot, offset + j]
-                cols += [offset + j, slot]
-                vals += [w, w]
-            nxt = self.next_turn[slot]
-            if nxt >= 0 and self.edges[nxt] is not None:
-                rows += [slot, nxt]
-                cols += [nxt, slot]
-                vals += [ADJACENCY_WEIGHT, ADJACENCY_WEIGHT]
-        return rows, cols, vals
+            w = self.edge_weights[slot]
+            ents = offset + ids
+            nxt = int(self.next_turn[slot])
+            r = [np.full(len(ids), slot), ents]
+            c = [ents, np.full(len(ids), slot)]
+            v = [w, w]
+            if nxt >= 0 and self.alive[nxt]:
+                r.append(np.asarray([slot, nxt]))
+                c.append(np.asarray([nxt, slot]))
+                v.append(np.asarray([ADJACENCY_WEIGHT, ADJACENCY_WEIGHT]))
+            parts_r += r
+            parts_c += c
+            parts_v += v
+        if not parts_v:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+        return (np.concatenate(parts_r).astype(np.int64), np.concatenate(parts_c).astype(np.int64),
+                np.concatenate(parts_v).astype(np.float64))
 
     def _ensure_base(self) -> None:
+        """Build the base from every turn's edges, vectorized (no per-turn Python)."""
         if self._base is not None:
             return
-        self.turn_capacity = max(64, 2 * len(self.edges))
+        n_t = self.n_turns
+        self.turn_capacity = max(64, 2 * n_t)
         self.entity_capacity = max(64, 2 * len(self.entities))
-        if len(self.entity_df) < self.entity_capacity:
-            grown = np.zeros(self.entity_capacity)
-            grown[:len(self.entity_df)] = self.entity_df
-            self.entity_df = grown
-        owner: list[int] = []
-        rows: list[int] = []
-        cols: list[int] = []
-        vals: list[float] = []
-        slots = [s for s in range(len(self.edges)) if self.edges[s] is not None]
-        for slot in slots:
-            r, c, v = self._owned_entries([slot])
-            rows += r
-            cols += c
-            vals += v
-            owner += [slot] * len(r)
+        ptr, ids = self.edge_ids.flat()
+        _, weights = self.edge_weights.flat()
+        counts = np.diff(ptr)[:n_t] if len(ptr) > 1 else np.zeros(0, dtype=np.int64)
+        counts = np.concatenate([counts, np.zeros(n_t - len(counts), dtype=np.int64)])
+        owner_e = np.repeat(np.arange(n_t), counts)
+        ents = self.turn_capacity + ids[:int(counts.sum())]
+        w = weights[:int(counts.sum())]
+        nxt = self.next_turn.view()[:n_t]
+        alive = self.alive.view()[:n_t]
+        has_next = (nxt >= 0) & alive
+        has_next[has_next] = alive[nxt[has_next]]
+        src = np.flatnonzero(has_next)
+        dst = nxt[src]
+        adj = np.full(len(src), ADJACENCY_WEIGHT)
+        rows = np.concatenate([owner_e, ents, src, dst])
+        cols = np.concatenate([ents, owner_e, dst, src])
+        vals = np.concatenate([w, w, adj, adj])
+        owner = np.concatenate([owner_e, owner_e, src, src])
         n = self.n_nodes
-        rows_a = np.asarray(rows, dtype=np.int64)
-        cols_a = np.asarray(cols, dtype=np.int64)
-        order = np.lexsort((cols_a, rows_a))
-        indptr = np.searchsorted(rows_a[order], np.arange(n + 1))
-        self._base = sp.csr_matrix((np.asarray(vals, dtype=np.float64)[order], cols_a[order], indptr),
-                                   shape=(n, n))
-        self._base_rows = rows_a[order]
+        order = np.lexsort((cols, rows))
+        indptr = np.searchsorted(rows[order], np.arange(n + 1))
+        self._base = sp.csr_matrix((vals[order], cols[order], indptr), shape=(n, n))
+        self._base_rows = rows[order]
         position = np.empty(len(order), dtype=np.int64)
         position[order] = np.arange(len(order))
-        owner_a = np.asarray(owner, dtype=np.int64)
-        by_owner = np.argsort(owner_a, kind="stable")
-        bounds = np.searchsorted(owner_a[by_owner], np.arange(len(self.edges) + 1))
-        self._base_positions = {slot: position[by_owner[bounds[slot]:bounds[slot + 1]]] for slot in slots}
-        self._base_degree = np.bincount(rows_a, weights=np.asarray(vals, dtype=np.float64),
-                                        minlength=n)[:n].astype(np.float64)
-        self._base_entries = len(order)
+        by_owner = np.argsort(owner, kind="stable")
+        self._owner_ptr = np.searchsorted(owner[by_owner], np.arange(n_t + 1))
+        self._owner_entries = position[by_owner]
+        self._base_degree = np.bincount(rows, weights=vals, minlength=n)[:n].astype(np.float64)
+        self._base_slots = int(alive.sum())
         self._dirty = set()
         self._cache = None
+        if len(self._df) < self.entity_capacity:
+            self._df.reserve(self.entity_capacity)
 
     def _mask_in_base(self, slot: int) -> None:
         """Zero a turn's entries in the base: its current edges live in the delta from now on."""
         assert self._base is not None
-        positions = self._base_positions.pop(slot, None)
-        if positions is None or not len(positions):
+        if slot + 1 >= len(self._owner_ptr):
+            return
+        positions = self._owner_entries[self._owner_ptr[slot]:self._owner_ptr[slot + 1]]
+        if not len(positions):
             return
         np.subtract.at(self._base_degree, self._base_rows[positions], self._base.data[positions])
         self._base.data[positions] = 0.0
+
+
+class _EntityLists:
+    """``unit_entities[slot]``: a turn's entity ids as a list (read-only view of the graph)."""
+
+    def __init__(self, edge_ids: Ragged) -> None:
+        self._edge_ids = edge_ids
+
+    def __getitem__(self, slot: int) -> list[int]:
+        return self._edge_ids[slot].tolist()
+
+    def __len__(self) -> int:
+        return len(self._edge_ids)
+
+
+def _bucket(mentions: list[tuple[str, str, int]], alias: dict[str, str]) -> dict[str, int]:
+    """Graph keys of a turn's mentions: aliased, with their head nouns, summed counts."""
+    bucket: dict[str, int] = {}
+    for entity, _, c in mentions:
+        for key in with_heads(alias.get(entity, entity)):
+            key = alias.get(key, key)
+            bucket[key] = bucket.get(key, 0) + c
+    return bucket
 
 
 def align_entities(graph: EntityGraph, query_ngrams: list[str], query_vec: np.ndarray | None,

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..indexes.growable import Growable
+from ..indexes.ragged import Ragged
 from ..indexes.scope_index import Change, ScopeIndex
 
 LEVEL_WEIGHTS = {"turn": 1.0, "span": 0.5, "window": 0.6, "episode": 0.3}
@@ -32,9 +33,9 @@ class Hierarchy:
         self.prev_turn = Growable(np.int64, fill=-1)
         self.next_turn = Growable(np.int64, fill=-1)
         self.span_turn = Growable(np.int64, fill=-1)  # turn slot of each span slot
-        self.spans_of_turn: list[list[int]] = []
-        self.windows_of_turn: list[list[int]] = []
-        self.turns_of_window: list[list[int]] = []
+        self.spans_of_turn = Ragged(np.int64)
+        self.windows_of_turn = Ragged(np.int64)
+        self.turns_of_window = Ragged(np.int64)
         self._window_gen = Growable(np.int64)
         self._member_turn = Growable(np.int64)
         self._member_window = Growable(np.int64)
@@ -72,9 +73,8 @@ class Hierarchy:
         n = index.n_slots
         self.prev_turn.reserve(n)
         self.next_turn.reserve(n)
-        while len(self.spans_of_turn) < n:
-            self.spans_of_turn.append([])
-            self.windows_of_turn.append([])
+        self.spans_of_turn.reserve(n)
+        self.windows_of_turn.reserve(n)
         for slot in change.turns_killed:
             self.prev_turn[slot] = -1
             self.next_turn[slot] = -1
@@ -88,27 +88,28 @@ class Hierarchy:
         for slot in change.units_killed.get("span", []):
             owner = int(self.span_turn[slot])
             if owner >= 0:
-                self.spans_of_turn[owner].remove(slot)
+                held = self.spans_of_turn[owner]
+                self.spans_of_turn[owner] = held[held != slot]
             self.span_turn[slot] = -1
         for slot in change.units_set.get("span", []):
-            owner = index.slot_of_rowid.get(spans.rowids[slot][0], -1)
+            owner = index.slot_of_rowid.get(int(spans.rowids[slot][0]), -1)
             self.span_turn[slot] = owner
             if owner >= 0:
-                self.spans_of_turn[owner].append(slot)
+                self.spans_of_turn[owner] = np.append(self.spans_of_turn[owner], slot)
         self._window_gen.reserve(windows.size)
-        while len(self.turns_of_window) < windows.size:
-            self.turns_of_window.append([])
+        self.turns_of_window.reserve(windows.size)
         for slot in change.units_killed.get("window", []):
-            for turn in self.turns_of_window[slot]:
-                self.windows_of_turn[turn].remove(slot)
-            self.turns_of_window[slot] = []
+            for turn in self.turns_of_window[slot].tolist():
+                held = self.windows_of_turn[turn]
+                self.windows_of_turn[turn] = held[held != slot]
+            self.turns_of_window[slot] = ()
             self._window_gen[slot] += 1
         for slot in change.units_set.get("window", []):
             self._window_gen[slot] += 1
-            members = [index.slot_of_rowid[r] for r in windows.rowids[slot] if r in index.slot_of_rowid]
+            members = [index.slot_of_rowid[r] for r in windows.rowids[slot].tolist() if r in index.slot_of_rowid]
             self.turns_of_window[slot] = members
             for turn in members:
-                self.windows_of_turn[turn].append(slot)
+                self.windows_of_turn[turn] = np.append(self.windows_of_turn[turn], slot)
             self._member_turn.extend(members)
             self._member_window.extend([slot] * len(members))
             self._member_gen.extend([int(self._window_gen[slot])] * len(members))
@@ -163,7 +164,7 @@ def lift_onto(hier: Hierarchy, nodes: np.ndarray,
         counts = np.fromiter((len(units) for units in per_node), dtype=np.int64, count=len(per_node))
         lifted = np.zeros(len(nodes))
         if counts.sum():
-            units = np.fromiter((u for units in per_node for u in units), dtype=np.int64, count=int(counts.sum()))
+            units = np.concatenate(per_node).astype(np.int64)
             np.maximum.at(lifted, np.repeat(np.arange(len(nodes)), counts), level_scores(level, units))
         out[level] = lifted
     sessions = hier.turn_session[nodes]
