@@ -37,6 +37,7 @@ op = st.one_of(
     st.tuples(st.just("delete"), st.integers(0, 40), st.just(""), st.just("")),
     st.tuples(st.just("search"), st.integers(0, len(QUERIES) - 1), st.just(""), st.just("")),
     st.tuples(st.just("reindex"), st.just(""), st.just(""), st.just("")),
+    st.tuples(st.just("reopen"), st.just(""), st.just(""), st.just("")),
 )
 
 
@@ -45,13 +46,21 @@ def evidence(memory: Memory) -> list[list[tuple]]:
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=st.lists(op, min_size=2, max_size=14), index_on_write=st.booleans())
-def test_any_write_sequence_gives_the_evidence_of_a_full_rebuild(tmp_path_factory, ops, index_on_write):
+@given(ops=st.lists(op, min_size=2, max_size=14), index_on_write=st.booleans(), snapshots=st.booleans())
+def test_any_write_sequence_gives_the_evidence_of_a_full_rebuild(tmp_path_factory, ops, index_on_write, snapshots):
+    """``snapshots``: every close persists the in-memory index and every open loads it."""
     path = tmp_path_factory.mktemp("stream") / "m.db"
     config = Config(index_on_write=index_on_write)
-    with Memory(path, config=config) as memory:
+    config.retrieval.snapshot_min_turns = 0 if snapshots else 10**9
+    config.retrieval.snapshot_stale_share = 0.0
+    memory = Memory(path, config=config)
+    try:
         ids: list[str] = []
         for kind, arg, text, speaker in ops:
+            if kind == "reopen":
+                memory.close()
+                memory = Memory(path, config=config)
+                continue
             if kind == "add":
                 ids.append(memory.add(text, session=arg, speaker=speaker))
             elif kind == "add_many":
@@ -65,8 +74,14 @@ def test_any_write_sequence_gives_the_evidence_of_a_full_rebuild(tmp_path_factor
             elif kind == "reindex":
                 memory.reindex()
         streamed = evidence(memory)
+        memory.close()
+        memory = Memory(path, config=config)
+        reloaded = evidence(memory)
         memory.reindex()
         rebuilt = evidence(memory)
+    finally:
+        memory.close()
+    assert reloaded == streamed
     with Memory(path, config=config) as fresh:
         reopened = evidence(fresh)
     assert streamed == rebuilt

@@ -43,6 +43,11 @@ class RetrievalConfig:
     # source (turn, span and window rankings, PPR); see retrieval/turn_scores.py.
     large_scope_turns: int = 20_000
     large_scope_candidates: int = 200
+    # A scope of at least this many turns keeps its prepared index in the store (persist.py), so
+    # opening it reads arrays instead of re-deriving every unit; it is written again when more
+    # than ``snapshot_stale_share`` of its turns changed since (at close() and index()).
+    snapshot_min_turns: int = 2_000
+    snapshot_stale_share: float = 0.02
     use_graph: bool = True
     use_hierarchy: bool = True
     use_closure: bool = True

@@ -51,6 +51,11 @@ class Memory:
         return self.store.path
 
     def close(self) -> None:
+        """Persist large scopes' indexes that changed (so the next open is fast), then close."""
+        try:
+            self.retriever.save_all()
+        except Exception as exc:  # noqa: BLE001 - a cache; the store itself is intact
+            _log.warning("zeromem: could not persist the in-memory index: %s", exc)
         self.store.close()
 
     def __enter__(self) -> "Memory":
@@ -169,12 +174,26 @@ class Memory:
     def index(self, *, progress: bool = False, user: str | None = _UNSET,
               agent: str | None = _UNSET) -> RefreshReport:
         """Bring this scope's units, vectors and entity graph up to date with its traces."""
-        return self.indexer.refresh(self._scope(user, agent), progress=progress)
+        scope = self._scope(user, agent)
+        report = self.indexer.refresh(scope, progress=progress)
+        self._persist(scope)
+        return report
 
     def reindex(self, *, progress: bool = False, user: str | None = _UNSET,
                 agent: str | None = _UNSET) -> RefreshReport:
         """Throw away every derived unit of this scope and rebuild them from the traces."""
-        return self.indexer.rebuild(self._scope(user, agent), progress=progress)
+        scope = self._scope(user, agent)
+        report = self.indexer.rebuild(scope, progress=progress)
+        self._persist(scope)
+        return report
+
+    def _persist(self, scope: Scope) -> None:
+        """After bulk indexing: build the in-memory index of a large scope and persist it, so
+        the first search (in this process or the next) does not derive it again."""
+        if self.store.scope_version(scope) and self.stats(user=scope.user, agent=scope.agent)["traces"] \
+                >= self.config.retrieval.snapshot_min_turns:
+            self.retriever.prepared(scope)
+            self.retriever.save(scope)
 
     # -- retrieval ------------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10, session: str | None = None, as_of: Any = None,

@@ -239,3 +239,18 @@ class DenseIndex:
         # one thread: the HNSW graph (and so every result) is then the same on every build
         index.add(rows.astype(np.uint64), self.vectors[rows], threads=1)
         return index
+
+    # -- persistence --------------------------------------------------------------------
+    def state(self) -> dict[str, np.ndarray]:
+        rows = self.vectors if self._rows is not None else np.zeros((self.size, 0), dtype=np.float32)
+        return {"rows": rows, "alive": self.alive}
+
+    @classmethod
+    def from_state(cls, state: dict[str, np.ndarray]) -> "DenseIndex":
+        index = cls()
+        rows = state["rows"]
+        index._alive = Growable.wrap(state["alive"], fill=False)
+        if rows.ndim == 2 and rows.shape[1]:
+            index.dim = rows.shape[1]
+            index._rows = Growable.wrap(np.ascontiguousarray(rows, dtype=np.float32))
+        return index

@@ -21,6 +21,18 @@ class Growable:
         self._data = np.full(shape, fill, dtype=self.dtype)
         self.size = 0
 
+    @classmethod
+    def wrap(cls, array: np.ndarray, fill=0) -> "Growable":
+        """A Growable whose filled part is ``array`` (no copy until it grows)."""
+        array = np.asarray(array)
+        out = cls.__new__(cls)
+        out.dtype = array.dtype
+        out.fill = fill
+        out.width = None if array.ndim == 1 else array.shape[1]
+        out._data = array
+        out.size = len(array)
+        return out
+
     def __len__(self) -> int:
         return self.size
 

@@ -66,6 +66,7 @@ class Indexer:
             conn.execute("DELETE FROM entity_vectors WHERE user_key=? AND agent_key=?", (user, agent))
             conn.execute("DELETE FROM session_changes WHERE user_key=? AND agent_key=?", (user, agent))
             conn.execute("DELETE FROM scope_snapshots WHERE user_key=? AND agent_key=?", (user, agent))
+            conn.execute("DELETE FROM scope_snapshot_parts WHERE user_key=? AND agent_key=?", (user, agent))
             conn.execute(
                 "INSERT OR IGNORE INTO dirty_sessions SELECT DISTINCT user_key, agent_key, session"
                 " FROM traces WHERE user_key=? AND agent_key=?", (user, agent))

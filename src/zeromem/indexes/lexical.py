@@ -29,6 +29,7 @@ from typing import Sequence
 import numpy as np
 
 from .growable import Growable
+from .ragged import Ragged
 from .topk import top_k
 
 K1 = 1.2
@@ -80,9 +81,10 @@ class LexicalIndex:
         self.k1, self.b = k1, b
         self._gen = Growable(np.int32)
         self._length = Growable(np.float64)
-        self._terms: list[np.ndarray | None] = []  # each slot's distinct term ids (to undo df)
+        self._has_doc = Growable(bool, fill=False)
+        self._terms = Ragged(np.int32)  # each slot's distinct term ids (to undo df)
         self._postings: dict[int, _Postings] = {}
-        self._df: dict[int, int] = {}
+        self._df = Growable(np.int64)  # per term id
         self.n_docs = 0  # documents with at least one token
         self.total_length = 0.0
         for slot, tokens in enumerate(docs_tokens):
@@ -91,16 +93,16 @@ class LexicalIndex:
 
     @property
     def size(self) -> int:
-        return len(self._terms)
+        return self._gen.size
 
     def __len__(self) -> int:
         return self.size
 
     def reserve(self, size: int) -> None:
-        while len(self._terms) < size:
-            self._terms.append(None)
         self._gen.reserve(size)
         self._length.reserve(size)
+        self._has_doc.reserve(size)
+        self._terms.reserve(size)
 
     def set_document(self, slot: int, term_ids: np.ndarray) -> None:
         """Put a document (token ids, repeats counted) into ``slot``, replacing what was there."""
@@ -110,6 +112,7 @@ class LexicalIndex:
             return
         terms, counts = np.unique(np.asarray(term_ids, dtype=np.int64), return_counts=True)
         gen = int(self._gen[slot])
+        self._df.reserve(max(self._df.size, int(terms[-1]) + 1))
         for term, count in zip(terms.tolist(), counts.tolist()):
             postings = self._postings.get(term)
             if postings is None:
@@ -117,19 +120,19 @@ class LexicalIndex:
             postings.docs.append(slot)
             postings.gens.append(gen)
             postings.tfs.append(count)
-            self._df[term] = self._df.get(term, 0) + 1
+        self._df[terms] += 1
         self._terms[slot] = terms
+        self._has_doc[slot] = True
         self._length[slot] = float(len(term_ids))
         self.n_docs += 1
         self.total_length += float(len(term_ids))
 
     def remove_document(self, slot: int) -> None:
-        if slot >= self.size or self._terms[slot] is None:
+        if slot >= self.size or not self._has_doc[slot]:
             return
         terms = self._terms[slot]
-        assert terms is not None
+        self._df[terms.astype(np.int64)] -= 1
         for term in terms.tolist():
-            self._df[term] -= 1
             postings = self._postings[term]
             postings.stale += 1
             if postings.stale > max(8, len(postings.docs) // 2):
@@ -138,7 +141,8 @@ class LexicalIndex:
         self.n_docs -= 1
         self.total_length -= float(self._length[slot])
         self._length[slot] = 0.0
-        self._terms[slot] = None
+        self._terms[slot] = ()
+        self._has_doc[slot] = False
 
     def _compact(self, postings: _Postings) -> None:
         docs, gens, tfs = postings.docs.view(), postings.gens.view(), postings.tfs.view()
@@ -151,7 +155,7 @@ class LexicalIndex:
 
     def document_frequency(self, token: str) -> int:
         tid = self.vocabulary.ids.get(token)
-        return 0 if tid is None else self._df.get(tid, 0)
+        return 0 if tid is None or tid >= self._df.size else int(self._df[tid])
 
     def scores(self, query_tokens: Sequence[str]) -> np.ndarray:
         """float32 BM25 score of every slot (zeros for empty slots and when nothing matches)."""
@@ -161,8 +165,9 @@ class LexicalIndex:
         avgdl = self.total_length / self.n_docs
         gen = self._gen.view()
         lengths = self._length.view()
+        df_of = self._df.view()
         for term in self.vocabulary.lookup([t for t in query_tokens if t]):
-            df = self._df.get(term, 0)
+            df = int(df_of[term]) if term < len(df_of) else 0
             if df == 0:
                 continue
             postings = self._postings[term]
@@ -180,3 +185,45 @@ class LexicalIndex:
         """The ``k`` best documents with a positive score: (indices, scores), best first,
         equal scores in index order."""
         return top_k(self.scores(query_tokens), k, positive_only=True)
+
+    # -- persistence --------------------------------------------------------------------
+    def state(self) -> dict[str, np.ndarray]:
+        """Arrays that ``from_state`` turns back into this index (postings grouped by term)."""
+        terms = sorted(self._postings)
+        lengths = [len(self._postings[t].docs) for t in terms]
+        ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+
+        def joined(name: str, dtype) -> np.ndarray:
+            parts = [getattr(self._postings[t], name).view() for t in terms]
+            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+        terms_ptr, terms_values = self._terms.flat()
+        return {"gen": self._gen.view(), "length": self._length.view(), "has_doc": self._has_doc.view(),
+                "df": self._df.view(), "terms_ptr": terms_ptr, "terms_values": terms_values,
+                "post_terms": np.asarray(terms, dtype=np.int64), "post_ptr": ptr,
+                "post_docs": joined("docs", np.int64), "post_gens": joined("gens", np.int32),
+                "post_tfs": joined("tfs", np.float64),
+                "post_stale": np.asarray([self._postings[t].stale for t in terms], dtype=np.int64),
+                "totals": np.asarray([self.n_docs, self.total_length], dtype=np.float64)}
+
+    @classmethod
+    def from_state(cls, state: dict[str, np.ndarray], vocabulary: Vocabulary) -> "LexicalIndex":
+        index = cls(vocabulary=vocabulary)
+        index._gen = Growable.wrap(state["gen"])
+        index._length = Growable.wrap(state["length"])
+        index._has_doc = Growable.wrap(state["has_doc"], fill=False)
+        index._df = Growable.wrap(state["df"])
+        index._terms = Ragged(np.int32, state["terms_ptr"], state["terms_values"])
+        index._terms.reserve(index._gen.size)
+        ptr = state["post_ptr"]
+        docs, gens, tfs = state["post_docs"], state["post_gens"], state["post_tfs"]
+        for i, (term, stale) in enumerate(zip(state["post_terms"].tolist(), state["post_stale"].tolist())):
+            postings = _Postings()
+            lo, hi = ptr[i], ptr[i + 1]
+            postings.docs = Growable.wrap(docs[lo:hi])
+            postings.gens = Growable.wrap(gens[lo:hi])
+            postings.tfs = Growable.wrap(tfs[lo:hi])
+            postings.stale = stale
+            index._postings[term] = postings
+        index.n_docs = int(state["totals"][0])
+        index.total_length = float(state["totals"][1])
+        return index

@@ -138,6 +138,33 @@ class Level:
         self.dense.set_rows(np.asarray([slot]), None if vector is None else vector[None, :])
         self.changes += 1
 
+    def state(self) -> dict[str, np.ndarray]:
+        rowids_ptr, rowids = self.rowids.flat()
+        tokens_ptr, tokens = self.tokens.flat()
+        out = {"alive": self.alive.view(), "session": self.session.view(), "position": self.position.view(),
+               "text_hash": self.text_hash.view(), "rowids_ptr": rowids_ptr, "rowids": rowids,
+               "tokens_ptr": tokens_ptr, "tokens": tokens, "free": np.asarray(self.free, dtype=np.int64)}
+        out.update({f"lex.{k}": v for k, v in self.lexical.state().items()})
+        out.update({f"dense.{k}": v for k, v in self.dense.state().items()})
+        return out
+
+    @classmethod
+    def from_state(cls, name: str, vocabulary: Vocabulary, state: dict[str, np.ndarray]) -> "Level":
+        level = cls(name, vocabulary)
+        level.alive = Growable.wrap(state["alive"], fill=False)
+        level.session = Growable.wrap(state["session"], fill=-1)
+        level.position = Growable.wrap(state["position"], fill=-1)
+        level.text_hash = Growable.wrap(state["text_hash"], fill=b"")
+        level.rowids = Ragged(np.int64, state["rowids_ptr"], state["rowids"])
+        level.tokens = Ragged(np.int32, state["tokens_ptr"], state["tokens"])
+        level.rowids.reserve(level.alive.size)
+        level.tokens.reserve(level.alive.size)
+        level.free = state["free"].tolist()
+        level.lexical = LexicalIndex.from_state(
+            {k[4:]: v for k, v in state.items() if k.startswith("lex.")}, vocabulary)
+        level.dense = DenseIndex.from_state({k[6:]: v for k, v in state.items() if k.startswith("dense.")})
+        return level
+
     def kill(self, slot: int, reuse: bool) -> None:
         self.alive[slot] = False
         self.session[slot] = -1
@@ -210,6 +237,67 @@ class ScopeIndex:
 
     def entity_matrix(self) -> np.ndarray:
         return self.entity_vectors.view() if self._entity_dim else np.zeros((0, 0), dtype=np.float32)
+
+    # -- persistence --------------------------------------------------------------------
+    def state(self) -> tuple[dict[str, np.ndarray], dict]:
+        """(arrays, JSON-able facts) that ``from_state`` turns back into this index; the
+        traces themselves are not part of it (they are read from the store)."""
+        arrays: dict[str, np.ndarray] = {}
+        for name, level in self.levels.items():
+            arrays.update({f"{name}.{k}": v for k, v in level.state().items()})
+        turns_ptr, turns = Ragged.from_lists(self.session_turns).flat()
+        arrays.update({"session_turns_ptr": turns_ptr, "session_turns": turns,
+                       "episode_of_session": self.episode_of_session.view(),
+                       "entity_vectors": self.entity_matrix()})
+        for name in ("mention_entity", "mention_label", "mention_count"):
+            ptr, values = getattr(self, name).flat()
+            arrays[f"{name}_ptr"], arrays[name] = ptr, values
+        facts = {"version": self.version, "reset_version": self.reset_version, "sessions": self.sessions,
+                 "terms": self.vocabulary.terms, "names": self.names.terms,
+                 "entity_names": self.entity_names}
+        return arrays, facts
+
+    @classmethod
+    def from_state(cls, scope: Scope, tokenize_many: Callable[[Sequence[str]], list[list[str]]],
+                   arrays: dict[str, np.ndarray], facts: dict, traces: dict[int, Trace]) -> "ScopeIndex":
+        index = cls(scope, tokenize_many)
+        index.version = int(facts["version"])
+        index.reset_version = int(facts["reset_version"])
+        index.vocabulary.terms = list(facts["terms"])
+        index.vocabulary.ids = {t: i for i, t in enumerate(index.vocabulary.terms)}
+        index.names.terms = list(facts["names"])
+        index.names.ids = {t: i for i, t in enumerate(index.names.terms)}
+        for name in LEVELS:
+            index.levels[name] = Level.from_state(
+                name, index.vocabulary, {k[len(name) + 1:]: v for k, v in arrays.items() if k.startswith(name + ".")})
+        index.sessions = list(facts["sessions"])
+        index.session_id = {s: i for i, s in enumerate(index.sessions)}
+        ptr, turns = arrays["session_turns_ptr"], arrays["session_turns"].tolist()
+        index.session_turns = [turns[ptr[i]:ptr[i + 1]] for i in range(len(index.sessions))]
+        index.episode_of_session = Growable.wrap(arrays["episode_of_session"], fill=-1)
+        for name in ("mention_entity", "mention_label", "mention_count"):
+            ragged = Ragged(np.int32, arrays[f"{name}_ptr"], arrays[name])
+            ragged.reserve(index.turns.size)
+            setattr(index, name, ragged)
+        vectors = arrays["entity_vectors"]
+        index.entity_names = list(facts["entity_names"])
+        index.entity_row = {name: i for i, name in enumerate(index.entity_names)}
+        if vectors.ndim == 2 and vectors.shape[1]:
+            index._entity_dim = vectors.shape[1]
+            index.entity_vectors = Growable.wrap(np.ascontiguousarray(vectors, dtype=np.float32))
+        turns_level = index.turns
+        alive = turns_level.alive.view()
+        rowids_ptr, rowids = turns_level.rowids.flat()
+        firsts = np.full(turns_level.size, -1, dtype=np.int64)
+        has = np.diff(rowids_ptr)[:turns_level.size] > 0
+        firsts[:len(has)][has] = rowids[rowids_ptr[:-1][has]]
+        index.traces = [None] * turns_level.size
+        index.slot_of_rowid = {}
+        for slot in np.flatnonzero(alive).tolist():
+            rowid = int(firsts[slot])
+            index.slot_of_rowid[rowid] = slot
+            index.traces[slot] = traces.get(rowid)
+        return index
 
     # -- writes -------------------------------------------------------------------------
     def add_entity_vectors(self, vectors: dict[str, np.ndarray]) -> list[str]:

@@ -10,12 +10,13 @@ from functools import lru_cache
 import numpy as np
 
 from ..encoders.timexpr import TimeSpan, parse_anchor, resolve_relative
+from ..indexes.ragged import Ragged
 from ..indexes.scope_index import Change, ScopeIndex
 from ..indexes.units import LEVELS
-from ..types import Trace
+from ..types import Scope, Trace
 from ..views.graph import EntityGraph, normalize_title
 from ..views.hierarchy import Hierarchy
-from .calibrate import state_assertions, subject_compat, supersession
+from .calibrate import StateAssertion, state_assertions, subject_compat, supersession
 
 
 DISAMBIGUATED_TITLE = 0.5
@@ -43,9 +44,9 @@ class PreparedScope:
         self.turn_lower: list[str] = []  # text plus attachment captions, lower-cased once
         self.turn_speaker: list[str | None] = []
         self.turn_dates: list[list[tuple[dt.date, dt.date]]] = []  # session date and dates mentioned
-        self.turn_terms: list[frozenset[str]] = []  # distinct index tokens per turn (query coverage)
+        self.turn_terms = _TurnTerms(index)  # distinct index tokens per turn (query coverage)
         self.annotations: dict[int, list[TimeSpan]] = {}  # resolved relative expressions per turn
-        self.term_df: Counter = Counter()  # live turns containing each token
+        self.term_df = _TermCounts(index)  # live turns containing each token
         self.subject_cache: dict[str | None, np.ndarray] = {}
         self._speaker_counts: Counter = Counter()
         self._assertions: dict[int, list] = {}
@@ -53,6 +54,7 @@ class PreparedScope:
         self._superseded: dict[int, int] | None = {}
         self._titles: tuple[int, dict[int, str], dict[int, float], dict[int, list[int]]] | None = None
         self.version = 0
+        self.changed_since_save = 0  # turns changed since this index was last persisted
 
     # -- reads --------------------------------------------------------------------------
     @property
@@ -100,18 +102,11 @@ class PreparedScope:
         index = self.index
         n = index.n_slots
         self._grow(n)
-        vocabulary = index.vocabulary.terms
         for slot in change.turns_killed + change.turns_set:
             self._forget(slot)
         for slot in change.turns_set:
             trace = index.trace_of_slot(slot)
-            self.turn_rowid[slot] = int(trace.id[1:])
-            self.turn_text[slot] = trace.text
-            self.turn_lower[slot] = " ".join([trace.text, *trace.attachments]).lower()  # captions count
-            self.turn_speaker[slot] = trace.speaker
-            self.question_like[slot] = trace.text.rstrip().endswith("?")
-            self.turn_session_name[slot] = trace.session
-            self.turn_time[slot] = trace.event_time or trace.session_time or trace.recorded_at
+            self._set_trace(slot, trace)
             anchor = parse_anchor(trace.event_time or trace.session_time)
             ranges = [(anchor, anchor)] if anchor else []
             spans = resolve_relative(trace.text, anchor)
@@ -122,13 +117,23 @@ class PreparedScope:
             found = state_assertions(trace.text, trace.speaker)
             if found:
                 self._assertions[slot] = found
-            self._order[slot] = (trace.event_time or trace.session_time or trace.recorded_at, trace.seq,
-                                 int(trace.id[1:]))
-            tokens = index.turns.tokens[slot]
-            terms = frozenset(vocabulary[t] for t in tokens.tolist()) if tokens is not None else frozenset()
-            self.turn_terms[slot] = terms
-            self.term_df.update(terms)
-            self._speaker_counts[trace.speaker] += 1
+                self._order[slot] = _order_key(trace)
+        self._after_update(change)
+
+    def _set_trace(self, slot: int, trace: Trace) -> None:
+        """The per-turn facts that are read straight off the trace."""
+        self.turn_rowid[slot] = int(trace.id[1:])
+        self.turn_text[slot] = trace.text
+        self.turn_lower[slot] = " ".join([trace.text, *trace.attachments]).lower()  # captions count
+        self.turn_speaker[slot] = trace.speaker
+        self.question_like[slot] = trace.text.rstrip().endswith("?")
+        self.turn_session_name[slot] = trace.session
+        self.turn_time[slot] = trace.event_time or trace.session_time or trace.recorded_at
+        self._speaker_counts[trace.speaker] += 1
+
+    def _after_update(self, change: Change) -> None:
+        index = self.index
+        n = index.n_slots
         self.hier.update(change)
         self.graph.update(index, change, self.hier.next_turn.view())
         self._superseded = None
@@ -141,6 +146,7 @@ class PreparedScope:
                 grown[changed] = subject_compat([self.turn_speaker[i] for i in changed.tolist()],
                                                 [self.turn_lower[i] for i in changed.tolist()], subject)
             self.subject_cache[subject] = grown
+        self.changed_since_save += len(changed)
         self.version += 1
 
     def _grow(self, n: int) -> None:
@@ -156,12 +162,10 @@ class PreparedScope:
         self.turn_lower += [""] * extra
         self.turn_speaker += [None] * extra
         self.turn_dates += [[] for _ in range(extra)]
-        self.turn_terms += [frozenset()] * extra
 
     def _forget(self, slot: int) -> None:
         if self.turn_rowid[slot] < 0:
             return
-        self.term_df.subtract(self.turn_terms[slot])
         self._speaker_counts[self.turn_speaker[slot]] -= 1
         self.turn_rowid[slot] = -1
         self.turn_text[slot] = ""
@@ -171,7 +175,6 @@ class PreparedScope:
         self.turn_session_name[slot] = None
         self.turn_time[slot] = ""
         self.turn_dates[slot] = []
-        self.turn_terms[slot] = frozenset()
         self.annotations.pop(slot, None)
         self._assertions.pop(slot, None)
         self._order.pop(slot, None)
@@ -193,6 +196,81 @@ class PreparedScope:
                     titled.setdefault(j, []).extend(index.session_turns[sid])
             self._titles = (self.version, titles, strength, titled)
         return self._titles
+
+
+    # -- persistence --------------------------------------------------------------------
+    def state(self) -> tuple[dict[str, np.ndarray], dict]:
+        """Everything needed to load this scope without re-deriving it (``load_state``)."""
+        arrays, facts = self.index.state()
+        dates = Ragged.from_lists(([d.toordinal() for pair in ranges for d in pair] for ranges in self.turn_dates),
+                                  dtype=np.int64)
+        arrays["turn_dates_ptr"], arrays["turn_dates"] = dates.flat()
+        arrays.update({f"hier.{k}": v for k, v in self.hier.state().items()})
+        graph_arrays, graph_facts = self.graph.state()
+        arrays.update({f"graph.{k}": v for k, v in graph_arrays.items()})
+        facts["graph"] = graph_facts
+        facts["annotations"] = {str(slot): [[s.surface, s.start_char, s.end_char, s.first.toordinal(),
+                                             s.last.toordinal(), s.granularity] for s in spans]
+                                for slot, spans in self.annotations.items()}
+        facts["assertions"] = {str(slot): [[a.speaker, a.attribute, a.value] for a in found]
+                               for slot, found in self._assertions.items()}
+        return arrays, facts
+
+    @classmethod
+    def load_state(cls, scope: Scope, tokenize_many, arrays: dict[str, np.ndarray], facts: dict,
+                   traces: dict[int, Trace]) -> "PreparedScope":
+        index = ScopeIndex.from_state(scope, tokenize_many, arrays, facts, traces)
+        prep = cls(index)
+        n = index.n_slots
+        prep._grow(n)
+        for slot in index.turns.live().tolist():
+            trace = index.traces[slot]
+            if trace is not None:  # a trace deleted since the snapshot: the next sync clears it
+                prep._set_trace(slot, trace)
+        ptr, days = arrays["turn_dates_ptr"], arrays["turn_dates"].tolist()
+        from_ordinal = dt.date.fromordinal
+        for slot in range(min(n, len(ptr) - 1)):
+            lo, hi = int(ptr[slot]), int(ptr[slot + 1])
+            if hi > lo:
+                prep.turn_dates[slot] = [(from_ordinal(days[i]), from_ordinal(days[i + 1])) for i in range(lo, hi, 2)]
+        prep.annotations = {int(slot): [TimeSpan(sur, a, b, from_ordinal(f), from_ordinal(la), g)
+                                        for sur, a, b, f, la, g in spans]
+                            for slot, spans in facts["annotations"].items()}
+        prep._assertions = {int(slot): [StateAssertion(*a) for a in found]
+                            for slot, found in facts["assertions"].items()}
+        prep._order = {slot: _order_key(index.traces[slot]) for slot in prep._assertions
+                       if index.traces[slot] is not None}
+        prep.hier = Hierarchy.from_state(index, {k[5:]: v for k, v in arrays.items() if k.startswith("hier.")})
+        prep.graph = EntityGraph.from_state({k[6:]: v for k, v in arrays.items() if k.startswith("graph.")},
+                                            facts["graph"])
+        prep._superseded = None
+        return prep
+
+
+class _TurnTerms:
+    """``turn_terms[slot]``: the distinct index tokens of a turn, from its BM25 document."""
+
+    def __init__(self, index: ScopeIndex) -> None:
+        self._index = index
+
+    def __getitem__(self, slot: int) -> frozenset[str]:
+        terms = self._index.vocabulary.terms
+        return frozenset(terms[t] for t in self._index.turns.tokens[slot].tolist())
+
+
+class _TermCounts:
+    """``term_df.get(token)``: how many live turns contain a token (the turn level's df)."""
+
+    def __init__(self, index: ScopeIndex) -> None:
+        self._index = index
+
+    def get(self, token: str, default: int = 0) -> int:
+        return self._index.turns.lexical.document_frequency(token) or default
+
+
+def _order_key(trace: Trace) -> tuple:
+    """Which of two state assertions is newer: time, then order in the session, then id."""
+    return (trace.event_time or trace.session_time or trace.recorded_at, trace.seq, int(trace.id[1:]))
 
 
 def prepare(index: ScopeIndex) -> PreparedScope:

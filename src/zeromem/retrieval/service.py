@@ -20,6 +20,7 @@ from ..indexes.scope_index import ScopeIndex, session_batches
 from ..store import validate
 from ..types import Evidence, Scope
 from .engine import Engine, SearchResult
+from . import persist
 from .prepared import PreparedScope
 from .render import RenderedContext, render
 
@@ -53,7 +54,10 @@ class Retriever:
             if self.indexer.pending_sessions(scope):
                 self.indexer.refresh(scope)
             prep = self._prepared.get(scope.key)
+            if prep is None:
+                prep = self._load(scope)
             if prep is not None and prep.index.version == self.store.scope_version(scope):
+                self._prepared[scope.key] = prep
                 return prep
             known = set(prep.index.entity_row) if prep is not None else set()
             delta = self.store.read_changes(scope, prep.index.version if prep is not None else 0, known)
@@ -68,6 +72,45 @@ class Retriever:
             index.version = delta["version"]
             self._prepared[scope.key] = prep
             return prep
+
+    def _load(self, scope: Scope) -> PreparedScope | None:
+        """The scope's persisted index (see persist.py), if there is a usable one."""
+        from ..encoders.tokenize import tokenize_many
+
+        stored = self.store.load_snapshot(scope)
+        if stored is None:
+            return None
+        version, facts, parts, traces = stored
+        prep = persist.decode(scope, tokenize_many, facts, parts, traces)
+        if prep is not None:
+            prep.index.version = version
+        return prep
+
+    def save(self, scope: Scope, *, force: bool = False) -> bool:
+        """Persist the scope's prepared index when it is large and has changed enough since it
+        was last persisted (or always, with ``force``); returns whether it was written."""
+        with self.lock(scope):
+            prep = self._prepared.get(scope.key)
+            if prep is None or prep.n_live == 0:
+                return False
+            if not force:
+                if prep.n_live < self.config.snapshot_min_turns:
+                    return False
+                stored = self.store.snapshot_version(scope)
+                due = max(100, self.config.snapshot_stale_share * prep.n_live)
+                if stored is not None and stored == prep.index.version:
+                    return False
+                if stored is not None and prep.changed_since_save < due:
+                    return False
+            facts, parts = persist.encode(prep)
+            self.store.save_snapshot(scope, prep.index.version, facts, parts)
+            prep.changed_since_save = 0
+            return True
+
+    def save_all(self) -> None:
+        """``save`` every scope this retriever holds (Memory.close)."""
+        for key in list(self._prepared):
+            self.save(Scope(key[0] or None, key[1] or None))
 
     def forget(self, scope: Scope) -> None:
         """Drop the scope's in-memory index (the next search builds it again)."""

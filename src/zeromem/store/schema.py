@@ -145,6 +145,17 @@ MIGRATIONS: list[str] = [
         SELECT DISTINCT u.user_key, u.agent_key, u.session, COALESCE(v.version, 0)
         FROM units u LEFT JOIN scope_versions v ON v.user_key = u.user_key AND v.agent_key = u.agent_key
     """,
+    # v5: a persisted in-memory index is one header row (scope_snapshots: version, JSON facts)
+    # plus one row per array, so no single value nears SQLite's blob limit.
+    """
+    CREATE TABLE scope_snapshot_parts (
+        user_key TEXT NOT NULL,
+        agent_key TEXT NOT NULL,
+        name TEXT NOT NULL,
+        blob BLOB NOT NULL,
+        PRIMARY KEY (user_key, agent_key, name)
+    )
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -145,6 +145,47 @@ class SQLiteStore(TraceStoreBase):
         out["traces"] = [_row_to_trace(row) for row in out["traces"]]
         return out
 
+    def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes]) -> None:
+        """Replace the scope's persisted index (derived, disposable) in one transaction."""
+        user, agent = scope_key(scope)
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM scope_snapshot_parts WHERE user_key=? AND agent_key=?", (user, agent))
+            conn.executemany("INSERT INTO scope_snapshot_parts VALUES (?,?,?,?)",
+                             [(user, agent, name, blob) for name, blob in sorted(parts.items())])
+            conn.execute("INSERT OR REPLACE INTO scope_snapshots VALUES (?,?,?,?,?)",
+                         (user, agent, version, 1, facts.encode("utf-8")))
+
+    def load_snapshot(self, scope: Scope) -> tuple[int, str, dict[str, bytes], dict[int, Trace]] | None:
+        """The scope's persisted index — (version, facts, parts, every trace by rowid) — read
+        in one transaction, or None if there is none or a wipe made it useless."""
+        user, agent = scope_key(scope)
+        with self._lock:
+            self._check_open()
+            try:
+                self.conn.execute("BEGIN")
+                try:
+                    head = self.conn.execute(
+                        "SELECT s.version, s.blob, COALESCE(v.reset_version, 0) FROM scope_snapshots s"
+                        " LEFT JOIN scope_versions v ON v.user_key = s.user_key AND v.agent_key = s.agent_key"
+                        " WHERE s.user_key=? AND s.agent_key=?", (user, agent)).fetchone()
+                    if head is None or head[2] > head[0]:
+                        return None
+                    parts = dict(self.conn.execute(
+                        "SELECT name, blob FROM scope_snapshot_parts WHERE user_key=? AND agent_key=?",
+                        (user, agent)).fetchall())
+                    rows = self.conn.execute(f"SELECT {_COLUMNS} FROM traces WHERE user_key=? AND agent_key=?",
+                                             (user, agent)).fetchall()
+                finally:
+                    self.conn.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"read failed on {self.path}: {exc}") from None
+        traces = {row[0]: _row_to_trace(row) for row in rows}
+        return int(head[0]), bytes(head[1]).decode("utf-8"), parts, traces
+
+    def snapshot_version(self, scope: Scope) -> int | None:
+        rows = self.read("SELECT version FROM scope_snapshots WHERE user_key=? AND agent_key=?", scope_key(scope))
+        return int(rows[0][0]) if rows else None
+
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
             self._check_open()
@@ -219,7 +260,7 @@ class SQLiteStore(TraceStoreBase):
             count = conn.execute("DELETE FROM traces WHERE user_key=? AND agent_key=?",
                                  (user, agent)).rowcount
             for table in ("trace_history", "units", "dirty_sessions", "entity_vectors",
-                          "session_changes", "scope_snapshots"):
+                          "session_changes", "scope_snapshots", "scope_snapshot_parts"):
                 conn.execute(f"DELETE FROM {table} WHERE user_key=? AND agent_key=?", (user, agent))
             conn.execute("DELETE FROM store_meta WHERE instr(key, ':') > 0"
                          " AND substr(key, instr(key, ':') + 1) = ?", (suffix,))
@@ -371,7 +412,8 @@ def _row_to_trace(row: tuple) -> Trace:
         id=trace_id(rowid), text=text, user=user or None, agent=agent or None,
         session=session if has_session else None, session_time=session_time, speaker=speaker,
         role=role, event_time=event_time, recorded_at=recorded_at, seq=seq, source_id=source_id,
-        metadata=json.loads(metadata), attachments=tuple(json.loads(attachments)), version=version)
+        metadata={} if metadata == "{}" else json.loads(metadata),
+        attachments=() if attachments == "[]" else tuple(json.loads(attachments)), version=version)
 
 
 def _owned_row(conn: sqlite3.Connection, rowid: int, tid: str, scope: Scope) -> tuple:

@@ -170,6 +170,38 @@ class EntityGraph:
             counts[i] = len(turns)
         return (np.concatenate(found) if found else np.zeros(0, dtype=np.int64)), counts
 
+    # -- persistence --------------------------------------------------------------------
+    def state(self) -> tuple[dict[str, np.ndarray], dict]:
+        ids_ptr, ids = self.edge_ids.flat()
+        w_ptr, weights = self.edge_weights.flat()
+        arrays = {"edge_ids_ptr": ids_ptr, "edge_ids": ids, "edge_weights_ptr": w_ptr,
+                  "edge_weights": weights, "next_turn": self.next_turn.view(), "alive": self.alive.view(),
+                  "df": self._df.view()}
+        facts = {"entities": self.entities, "alias": self.alias, "n_live_turns": self.n_live_turns,
+                 "raw_counts": {k: v for k, v in self.raw_counts.items() if v},
+                 "person_counts": {k: v for k, v in self.person_counts.items() if v},
+                 "key_counts": {k: v for k, v in self.key_counts.items() if v}}
+        return arrays, facts
+
+    @classmethod
+    def from_state(cls, arrays: dict[str, np.ndarray], facts: dict) -> "EntityGraph":
+        graph = cls()
+        graph.entities = list(facts["entities"])
+        graph.entity_index = {e: i for i, e in enumerate(graph.entities)}
+        graph.alias = dict(facts["alias"])
+        graph.n_live_turns = int(facts["n_live_turns"])
+        graph.raw_counts = Counter(facts["raw_counts"])
+        graph.person_counts = Counter(facts["person_counts"])
+        graph.key_counts = Counter(facts["key_counts"])
+        graph.edge_ids = Ragged(np.int64, arrays["edge_ids_ptr"], arrays["edge_ids"])
+        graph.edge_weights = Ragged(np.float64, arrays["edge_weights_ptr"], arrays["edge_weights"])
+        graph.next_turn = Growable.wrap(arrays["next_turn"], fill=-1)
+        graph.alive = Growable.wrap(arrays["alive"], fill=False)
+        graph._df = Growable.wrap(arrays["df"])
+        graph.edge_ids.reserve(graph.alive.size)
+        graph.edge_weights.reserve(graph.alive.size)
+        return graph
+
     # -- writes -------------------------------------------------------------------------
     def update(self, index: ScopeIndex, change: Change, next_turn: np.ndarray) -> None:
         """Bring the graph in line with ``index`` after ``change``; ``next_turn`` per turn slot."""

@@ -68,6 +68,30 @@ class Hierarchy:
             self._members = (self.version, self._member_turn.view()[valid], self._member_window.view()[valid])
         return self._members[1], self._members[2]
 
+    def state(self) -> dict[str, np.ndarray]:
+        out = {"prev_turn": self.prev_turn.view(), "next_turn": self.next_turn.view(),
+               "span_turn": self.span_turn.view(), "window_gen": self._window_gen.view(),
+               "member_turn": self._member_turn.view(), "member_window": self._member_window.view(),
+               "member_gen": self._member_gen.view()}
+        for name in ("spans_of_turn", "windows_of_turn", "turns_of_window"):
+            ptr, values = getattr(self, name).flat()
+            out[f"{name}_ptr"], out[name] = ptr, values
+        return out
+
+    @classmethod
+    def from_state(cls, index: ScopeIndex, state: dict[str, np.ndarray]) -> "Hierarchy":
+        hier = cls(index)
+        hier.prev_turn = Growable.wrap(state["prev_turn"], fill=-1)
+        hier.next_turn = Growable.wrap(state["next_turn"], fill=-1)
+        hier.span_turn = Growable.wrap(state["span_turn"], fill=-1)
+        hier._window_gen = Growable.wrap(state["window_gen"])
+        hier._member_turn = Growable.wrap(state["member_turn"])
+        hier._member_window = Growable.wrap(state["member_window"])
+        hier._member_gen = Growable.wrap(state["member_gen"])
+        for name in ("spans_of_turn", "windows_of_turn", "turns_of_window"):
+            setattr(hier, name, Ragged(np.int64, state[f"{name}_ptr"], state[name]))
+        return hier
+
     def update(self, change: Change) -> None:
         index = self.index
         n = index.n_slots
