@@ -7,6 +7,8 @@ trace ids, order, scores, reasons — equals that of the same traces indexed fro
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -109,3 +111,24 @@ def test_another_process_writes_are_seen_by_the_next_search(tmp_path):
         assert all((first,) != e.trace_ids for e in reader.search("grey cat Biscuit", k=3))
         writer.delete_scope()
         assert reader.search("Lisbon", k=3) == []
+
+
+def test_vectors_from_another_embedder_are_refused_with_the_command_to_fix_it(tmp_path):
+    from zeromem import EmbedderMismatch
+    from zeromem.store.fingerprint import fingerprint_key
+
+    path = tmp_path / "fp.db"
+    with Memory(path, user="u") as memory:
+        memory.add("Caroline adopted a grey cat.", session="s1", speaker="Caroline")
+        key = fingerprint_key(memory.scope)
+        other = dict(memory.encoders.fingerprint, model="BAAI/bge-small-en-v1.5", dim=384,
+                     weights_sha256="0" * 64)
+        memory.store.set_meta(key, json.dumps(other))
+    with Memory(path, user="u") as memory:
+        with pytest.raises(EmbedderMismatch, match="reindex"):
+            memory.search("grey cat")
+        with pytest.raises(EmbedderMismatch):
+            memory.add("Melanie moved to Denver.", session="s2", speaker="Melanie", )
+            memory.index()
+        memory.reindex()  # replaces every vector and records the embedder in use
+        assert memory.search("grey cat")

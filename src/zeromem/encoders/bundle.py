@@ -20,3 +20,10 @@ class Encoders:
     def extractor(self):
         from .factory import load_extractor
         return load_extractor(self.config)
+
+    @cached_property
+    def fingerprint(self) -> dict:
+        """Which embedder this is (model, dimension, backend, weights hash): stored vectors
+        record it, and a store whose vectors came from another embedder is refused."""
+        from .fingerprint import embedder_fingerprint
+        return embedder_fingerprint(self.embedder, self.config)

@@ -21,6 +21,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..store.derived import bump_version, note_session_change
+from ..store.fingerprint import check_fingerprint, clear_fingerprint
 from ..types import Scope
 from .units import UnitDraft, segment_session
 
@@ -71,6 +72,7 @@ class Indexer:
                 "INSERT OR IGNORE INTO dirty_sessions SELECT DISTINCT user_key, agent_key, session"
                 " FROM traces WHERE user_key=? AND agent_key=?", (user, agent))
             bump_version(conn, user, agent, reset=True)
+        clear_fingerprint(self.store, scope)  # the rebuild records the embedder it uses
         return self.refresh(scope, progress=progress)
 
     def refresh(self, scope: Scope, progress: bool = False) -> RefreshReport:
@@ -83,6 +85,8 @@ class Indexer:
         plans = [self._plan(scope, session) for session in sessions]
         self._reuse_stored_encodings(scope, plans)
         encoders = self._encoders()
+        # Vectors of one scope come from one embedder: never mix them (EmbedderMismatch).
+        check_fingerprint(self.store, scope, encoders.fingerprint)
         self._encode(plans, encoders, report, progress)
         entity_vectors = self._entity_vectors(scope, plans, encoders, report)
         for plan in plans:
@@ -112,16 +116,23 @@ class Indexer:
         for start in range(0, len(wanted), 500):
             chunk = wanted[start:start + 500]
             marks = ",".join("?" * len(chunk))
-            rows = self.store.read(
-                f"SELECT u.id, u.text_hash, u.level, v.vec FROM units u"
-                f" LEFT JOIN unit_vectors v ON v.unit_id = u.id WHERE u.user_key=? AND u.agent_key=?"
-                f" AND u.text_hash IN ({marks}) ORDER BY u.id", (*scope.key, *chunk))
-            turn_ids = {}
-            for uid, text_hash, level, vec in rows:
-                if vec is not None and level in _EMBEDDED_LEVELS:
-                    found_vecs.setdefault(text_hash, vec)
-                if level == "turn":
-                    turn_ids.setdefault(text_hash, uid)
+            # One unit per text (the oldest): a text repeated a thousand times in the scope
+            # costs one vector read, not a thousand.
+            with_vec = dict(self.store.read(
+                f"SELECT u.text_hash, MIN(u.id) FROM units u WHERE u.user_key=? AND u.agent_key=?"
+                f" AND u.text_hash IN ({marks}) AND u.level IN ('turn', 'span')"
+                f" AND EXISTS (SELECT 1 FROM unit_vectors v WHERE v.unit_id = u.id) GROUP BY u.text_hash",
+                (*scope.key, *chunk)))
+            if with_vec:
+                by_id = {uid: h for h, uid in with_vec.items()}
+                id_marks = ",".join("?" * len(by_id))
+                for uid, vec in self.store.read(
+                        f"SELECT unit_id, vec FROM unit_vectors WHERE unit_id IN ({id_marks})", list(by_id)):
+                    found_vecs[by_id[uid]] = vec
+            turn_ids = dict(self.store.read(
+                f"SELECT u.text_hash, MIN(u.id) FROM units u WHERE u.user_key=? AND u.agent_key=?"
+                f" AND u.text_hash IN ({marks}) AND u.level = 'turn' GROUP BY u.text_hash",
+                (*scope.key, *chunk)))
             if turn_ids:
                 by_uid = {uid: h for h, uid in turn_ids.items()}
                 marks = ",".join("?" * len(by_uid))

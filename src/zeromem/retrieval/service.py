@@ -18,6 +18,7 @@ from ..config import RetrievalConfig
 from ..errors import InvalidInput
 from ..indexes.scope_index import ScopeIndex, session_batches
 from ..store import validate
+from ..store.fingerprint import check_fingerprint
 from ..types import Evidence, Scope
 from .engine import Engine, SearchResult
 from . import persist
@@ -54,9 +55,15 @@ class Retriever:
             if self.indexer.pending_sessions(scope):
                 self.indexer.refresh(scope)
             prep = self._prepared.get(scope.key)
+            current = self.store.scope_version(scope)
+            if prep is not None and prep.index.version == current:
+                return prep
+            # The query embedder must be the one that made the stored vectors (checked when
+            # the scope is loaded or its vectors changed, not on every search).
+            check_fingerprint(self.store, scope, self.encoders.fingerprint)
             if prep is None:
                 prep = self._load(scope)
-            if prep is not None and prep.index.version == self.store.scope_version(scope):
+            if prep is not None and prep.index.version == current:
                 self._prepared[scope.key] = prep
                 return prep
             known = set(prep.index.entity_row) if prep is not None else set()

@@ -21,7 +21,7 @@ from ..encoders.aliases import link_aliases
 from ..indexes.growable import Growable
 from ..indexes.ragged import Ragged
 from ..indexes.scope_index import Change, ScopeIndex
-from .ppr import symmetric_pagerank, symmetric_push_pagerank
+from .ppr import personalized_pagerank, push_pagerank
 
 # Only names take aliases ("mel" → "melanie"); a noun phrase is no nickname.
 ALIAS_LABELS = frozenset({"PERSON", "NAME"})
@@ -503,9 +503,9 @@ def graph_scores(graph: EntityGraph, aligned: dict[int, float], seed_turns: dict
     if restart.sum() <= 0:
         return np.zeros(n_t)
     if local:
-        pi = symmetric_push_pagerank(parts, degree, restart, damping=damping, epsilon=PPR_PUSH_EPSILON)
+        pi = push_pagerank(parts, degree, restart, damping=damping, epsilon=PPR_PUSH_EPSILON)
     else:
-        pi = symmetric_pagerank(parts, degree, restart, damping=damping, tol=PPR_TOL, max_iter=PPR_MAX_ITER)
+        pi = personalized_pagerank(parts, degree, restart, damping=damping, tol=PPR_TOL, max_iter=PPR_MAX_ITER)
     return pi[:n_t]
 
 

@@ -1,20 +1,26 @@
-"""Personalized PageRank on a sparse graph (SPEC §2.2).
+"""Personalized PageRank on a sparse symmetric graph (SPEC §2.2).
 
-The law: ``π = (1 − γ) r + γ Pᵀ π`` with ``P`` the row-normalized transition matrix, ``r`` a
-restart distribution (sums to 1) and damping ``γ`` (0.6 in the Zero-Mem paper). Because
-``γ < 1`` the map is a contraction, so power iteration converges geometrically: after ``t``
-steps the error is at most ``γᵗ``; 30 steps at γ = 0.6 leave < 2e-7.
+The law: ``π = (1 − γ) r + γ Pᵀ π`` with ``P = D⁻¹A`` the row-normalized transition matrix of
+the symmetric weighted adjacency ``A`` (degrees ``D``), ``r`` a restart distribution (sums to
+1) and damping ``γ`` (0.6 in the Zero-Mem paper). Because ``A`` is symmetric,
+``Pᵀπ = A (π / deg)``: neither a transposed nor a normalized copy is needed, and ``A`` may be
+given as several parts that add up to it — the graph keeps an immutable base plus a small
+delta of the turns a write changed (views/graph.py). Mass reaching a node without edges
+returns to the restart distribution, so ``π`` always sums to 1.
+
+Because ``γ < 1`` the map is a contraction: after ``t`` power steps the error is at most
+``γᵗ``; 30 steps at γ = 0.6 leave < 2e-7.
 
 Worked example: two nodes linked both ways, r = (1, 0), γ = 0.5 →
 π₀ = 0.5 + 0.5 π₁, π₁ = 0.5 π₀ → π = (2/3, 1/3).
 
-Cost: one sparse mat-vec per step, O(edges); no I/O.
+Cost: one sparse mat-vec per part per step, O(edges); no I/O.
 
 ``push_pagerank`` approximates the same ``π`` by forward push (Andersen, Chung & Lang 2006):
 mass spreads outwards from the restart nodes and stops where a node's leftover (residual) mass
 falls below ``ε`` times its weighted degree, so the work depends on ``ε`` and ``γ``, not on the
-size of the graph. On a symmetric graph (ours: every edge is stored both ways with one weight)
-the result underestimates each node by at most ``ε · deg(v)``.
+size of the graph. On a symmetric graph the result underestimates each node by at most
+``ε · deg(v)``.
 """
 
 from __future__ import annotations
@@ -29,112 +35,11 @@ DEFAULT_TOL = 1e-8
 DEFAULT_MAX_ITER = 100
 
 
-def row_normalize(adjacency: sp.spmatrix) -> sp.csr_matrix:
-    """Turn non-negative edge weights into transition probabilities; empty rows stay empty."""
-    matrix = sp.csr_matrix(adjacency, dtype=np.float64)
-    sums = np.asarray(matrix.sum(axis=1)).ravel()
-    inverse = np.divide(1.0, sums, out=np.zeros_like(sums), where=sums > 0)
-    return sp.diags(inverse) @ matrix
-
-
-def personalized_pagerank(transition: sp.spmatrix, restart: np.ndarray, *,
-                          damping: float = DEFAULT_DAMPING, tol: float = DEFAULT_TOL,
-                          max_iter: int = DEFAULT_MAX_ITER,
-                          transposed: sp.csr_matrix | None = None,
-                          dangling: np.ndarray | None = None) -> np.ndarray:
-    """Solve ``π = (1 − γ) r + γ Pᵀ π`` by power iteration.
-
-    Mass that reaches a node without out-edges is returned to the restart distribution, so
-    ``π`` always sums to 1 when ``r`` does. When the same graph serves many queries, pass
-    ``transposed`` (``Pᵀ`` in CSR) and ``dangling`` (``dangling_nodes(P)``) to skip computing
-    them per call.
-    """
-    if not 0.0 <= damping < 1.0:
-        raise ValueError(f"damping must be in [0, 1), got {damping}")
-    total = float(restart.sum())
-    if total <= 0:
-        return np.zeros(transition.shape[0])
-    r = restart / total
-    pt = transposed if transposed is not None else sp.csr_matrix(transition).T.tocsr()
-    if dangling is None:
-        dangling = dangling_nodes(transition)
-    pi = r.copy()
-    for _ in range(max_iter):
-        spread = pt @ pi
-        if dangling.size:
-            spread += pi[dangling].sum() * r
-        nxt = (1.0 - damping) * r + damping * spread
-        if np.abs(nxt - pi).sum() < tol:
-            return nxt
-        pi = nxt
-    return pi
-
-
-def dangling_nodes(transition: sp.spmatrix) -> np.ndarray:
-    """Nodes without out-edges (their mass returns to the restart distribution)."""
-    return np.flatnonzero(np.asarray(transition.sum(axis=1)).ravel() == 0)
-
-
-def push_pagerank(transition: sp.csr_matrix, restart: np.ndarray, *, degree: np.ndarray,
-                  damping: float = DEFAULT_DAMPING, epsilon: float) -> np.ndarray:
-    """Approximate ``π = (1 − γ) r + γ Pᵀ π`` by forward push; on a symmetric graph
-    ``0 ≤ π − result ≤ ε · deg`` at every node.
-
-    ``degree`` is each node's weighted degree (the row sums of the adjacency ``P`` was
-    normalized from). Every node whose residual reaches ``ε · deg`` is pushed in the same round:
-    it keeps ``1 − γ`` of its residual and hands ``γ`` on along its out-edges (a node without
-    out-edges hands it back to the restart distribution, as in ``personalized_pagerank``).
-    Rounds are whole-array operations in a fixed order, so the result is deterministic.
-    """
-    if not 0.0 <= damping < 1.0:
-        raise ValueError(f"damping must be in [0, 1), got {damping}")
-    if epsilon <= 0:
-        raise ValueError(f"epsilon must be positive, got {epsilon}")
-    total = float(restart.sum())
-    estimate = np.zeros(transition.shape[0])
-    if total <= 0:
-        return estimate
-    r = restart / total
-    sources = np.flatnonzero(r)
-    # a node without edges still needs a finite threshold, or its returning mass never settles
-    threshold = epsilon * np.where(degree > 0, degree, 1.0)
-    residual = r.copy()
-    indptr, indices, weights = transition.indptr, transition.indices, transition.data
-    active = sources[residual[sources] >= threshold[sources]]
-    while active.size:
-        mass = residual[active]
-        residual[active] = 0.0
-        estimate[active] += (1.0 - damping) * mass
-        spread = damping * mass
-        edge, counts = row_slices(indptr, active)  # every out-edge of every active node
-        targets = indices[edge]
-        np.add.at(residual, targets, weights[edge] * np.repeat(spread, counts))
-        returned = float(spread[counts == 0].sum())
-        if returned > 0:
-            residual[sources] += returned * r[sources]
-            targets = np.concatenate([targets, sources])
-        reached = targets[residual[targets] >= threshold[targets]]
-        active = _distinct(reached)
-    return estimate
-
-
-def _distinct(values: np.ndarray) -> np.ndarray:
-    """Sorted distinct values (np.unique's hash table costs more on these short int arrays)."""
-    if values.size < 2:
-        return values
-    ordered = np.sort(values)
-    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
-
-
-def symmetric_pagerank(parts: list[sp.csr_matrix], degree: np.ndarray, restart: np.ndarray, *,
+def personalized_pagerank(parts: list[sp.csr_matrix], degree: np.ndarray, restart: np.ndarray, *,
                        damping: float = DEFAULT_DAMPING, tol: float = DEFAULT_TOL,
                        max_iter: int = DEFAULT_MAX_ITER) -> np.ndarray:
-    """``personalized_pagerank`` for a symmetric adjacency ``A = Σ parts`` with row sums ``degree``.
-
-    With ``P = D⁻¹A`` and ``A`` symmetric, ``Pᵀπ = A (π / deg)``: no transposed or normalized
-    copy is needed, and ``A`` may be kept as an immutable base plus a small delta (the graph
-    changes a few rows per write; views/graph.py). Nodes of degree 0 are dangling.
-    """
+    """Solve ``π = (1 − γ) r + γ Pᵀ π`` by power iteration, ``A = Σ parts`` symmetric with
+    row sums ``degree`` (nodes of degree 0 are dangling: their mass returns to ``r``)."""
     if not 0.0 <= damping < 1.0:
         raise ValueError(f"damping must be in [0, 1), got {damping}")
     total = float(restart.sum())
@@ -159,10 +64,16 @@ def symmetric_pagerank(parts: list[sp.csr_matrix], degree: np.ndarray, restart: 
     return pi
 
 
-def symmetric_push_pagerank(parts: list[sp.csr_matrix], degree: np.ndarray, restart: np.ndarray, *,
+def push_pagerank(parts: list[sp.csr_matrix], degree: np.ndarray, restart: np.ndarray, *,
                             damping: float = DEFAULT_DAMPING, epsilon: float) -> np.ndarray:
-    """``push_pagerank`` for a symmetric adjacency ``A = Σ parts`` with row sums ``degree``:
-    a node's out-edges are its entries in every part, each weighted ``A[v, u] / deg[v]``."""
+    """Approximate ``π`` by forward push; ``0 ≤ π − result ≤ ε · deg`` at every node.
+
+    A node's out-edges are its entries in every part, each weighted ``A[v, u] / deg[v]``. Every
+    node whose residual reaches ``ε · deg`` is pushed in the same round: it keeps ``1 − γ`` of
+    its residual and hands ``γ`` on along its out-edges (a node without edges hands it back to
+    the restart distribution). Rounds are whole-array operations in a fixed order, so the
+    result is deterministic.
+    """
     if not 0.0 <= damping < 1.0:
         raise ValueError(f"damping must be in [0, 1), got {damping}")
     if epsilon <= 0:
@@ -196,3 +107,11 @@ def symmetric_push_pagerank(parts: list[sp.csr_matrix], degree: np.ndarray, rest
         reached = targets[residual[targets] >= threshold[targets]]
         active = _distinct(reached)
     return estimate
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (np.unique's hash table costs more on these short int arrays)."""
+    if values.size < 2:
+        return values
+    ordered = np.sort(values)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
