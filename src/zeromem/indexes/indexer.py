@@ -10,7 +10,6 @@ from the traces and must give the same units as the incremental path.
 
 from __future__ import annotations
 
-import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
@@ -20,10 +19,10 @@ from typing import Any, Callable
 import numpy as np
 from tqdm import tqdm
 
-from ..store.derived import bump_version, note_session_change
+from ..store.base import DerivedUnit
 from ..store.fingerprint import check_fingerprint, clear_fingerprint
 from ..types import Scope
-from .units import UnitDraft, segment_session
+from .units import segment_session
 
 _EMBEDDED_LEVELS = ("turn", "span")
 # A turn that splits into sentence spans is represented by the mean of its span vectors
@@ -55,23 +54,11 @@ class Indexer:
         self.stride = stride
 
     def pending_sessions(self, scope: Scope) -> list[str]:
-        return [r[0] for r in self.store.read(
-            "SELECT session FROM dirty_sessions WHERE user_key=? AND agent_key=? ORDER BY session",
-            scope.key)]
+        return self.store.dirty_sessions(scope)
 
     def rebuild(self, scope: Scope, progress: bool = False) -> RefreshReport:
         """Drop every derived unit of ``scope`` and derive them again from the traces."""
-        user, agent = scope.key
-        with self.store.transaction() as conn:
-            conn.execute("DELETE FROM units WHERE user_key=? AND agent_key=?", (user, agent))
-            conn.execute("DELETE FROM entity_vectors WHERE user_key=? AND agent_key=?", (user, agent))
-            conn.execute("DELETE FROM session_changes WHERE user_key=? AND agent_key=?", (user, agent))
-            conn.execute("DELETE FROM scope_snapshots WHERE user_key=? AND agent_key=?", (user, agent))
-            conn.execute("DELETE FROM scope_snapshot_parts WHERE user_key=? AND agent_key=?", (user, agent))
-            conn.execute(
-                "INSERT OR IGNORE INTO dirty_sessions SELECT DISTINCT user_key, agent_key, session"
-                " FROM traces WHERE user_key=? AND agent_key=?", (user, agent))
-            bump_version(conn, user, agent, reset=True)
+        self.store.reset_derived(scope)
         clear_fingerprint(self.store, scope)  # the rebuild records the embedder it uses
         return self.refresh(scope, progress=progress)
 
@@ -111,37 +98,7 @@ class Indexer:
         session, a repeated "thanks!", a re-imported conversation — reuses its stored vector
         and mentions instead of being encoded again."""
         wanted = sorted({d.text_hash for p in plans for d in p["drafts"]})
-        found_vecs: dict[str, bytes] = {}
-        found_mentions: dict[str, list[tuple]] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            # One unit per text (the oldest): a text repeated a thousand times in the scope
-            # costs one vector read, not a thousand.
-            with_vec = dict(self.store.read(
-                f"SELECT u.text_hash, MIN(u.id) FROM units u WHERE u.user_key=? AND u.agent_key=?"
-                f" AND u.text_hash IN ({marks}) AND u.level IN ('turn', 'span')"
-                f" AND EXISTS (SELECT 1 FROM unit_vectors v WHERE v.unit_id = u.id) GROUP BY u.text_hash",
-                (*scope.key, *chunk)))
-            if with_vec:
-                by_id = {uid: h for h, uid in with_vec.items()}
-                id_marks = ",".join("?" * len(by_id))
-                for uid, vec in self.store.read(
-                        f"SELECT unit_id, vec FROM unit_vectors WHERE unit_id IN ({id_marks})", list(by_id)):
-                    found_vecs[by_id[uid]] = vec
-            turn_ids = dict(self.store.read(
-                f"SELECT u.text_hash, MIN(u.id) FROM units u WHERE u.user_key=? AND u.agent_key=?"
-                f" AND u.text_hash IN ({marks}) AND u.level = 'turn' GROUP BY u.text_hash",
-                (*scope.key, *chunk)))
-            if turn_ids:
-                by_uid = {uid: h for h, uid in turn_ids.items()}
-                marks = ",".join("?" * len(by_uid))
-                for uid, entity, label, surface, count in self.store.read(
-                        f"SELECT unit_id, entity, label, surface, count FROM unit_mentions"
-                        f" WHERE unit_id IN ({marks}) ORDER BY unit_id, entity", list(by_uid)):
-                    found_mentions.setdefault(by_uid[uid], []).append((entity, label, surface, count))
-                for text_hash in turn_ids:
-                    found_mentions.setdefault(text_hash, [])
+        found_vecs, found_mentions = self.store.stored_encodings(scope, wanted)
         for plan in plans:
             for key, vec in found_vecs.items():
                 plan["vecs"].setdefault(key, vec)
@@ -207,83 +164,37 @@ class Indexer:
                 pool.shutdown(wait=True)
 
     def _commit(self, scope: Scope, plan: dict[str, Any], entity_vectors: dict[str, bytes]) -> None:
-        user, agent = scope.key
-        session = plan["session"]
-        dim = None
-        with self.store.transaction() as conn:
-            current = [(f"t{r[0]}", r[1]) for r in conn.execute(
-                "SELECT rowid_, version FROM traces WHERE user_key=? AND agent_key=? AND session=?"
-                " ORDER BY seq, rowid_",
-                (user, agent, session))]
-            if current != plan["fingerprint"]:
-                return  # another writer changed the session meanwhile; it stays dirty
-            conn.execute("DELETE FROM units WHERE user_key=? AND agent_key=? AND session=?",
-                         (user, agent, session))
-            turn_vectors: dict[int, np.ndarray] = {}
-            pending_groups: list[tuple[int, UnitDraft]] = []
-            span_vectors: dict[int, list[np.ndarray]] = {}
-            for draft in plan["drafts"]:
-                blob = plan["vecs"].get(draft.text_hash)
-                if draft.level == "span" and blob is not None:
-                    span_vectors.setdefault(draft.rowids[0], []).append(np.frombuffer(blob, dtype=np.float32))
-            for draft in plan["drafts"]:
-                if draft.level == "turn" and draft.text_hash not in plan["vecs"] and draft.rowids[0] in span_vectors:
-                    plan["vecs"][draft.text_hash] = _mean_unit(span_vectors[draft.rowids[0]]).tobytes()
-            for draft in plan["drafts"]:
-                cur = conn.execute(
-                    "INSERT INTO units (user_key, agent_key, session, level, position, text,"
-                    " text_hash, trace_rowids, first_seq, last_seq, speaker, time)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (user, agent, session, draft.level, draft.position, draft.text,
-                     draft.text_hash, json.dumps(draft.rowids), draft.first_seq, draft.last_seq,
-                     draft.speaker, draft.time))
-                uid = cur.lastrowid
-                blob = plan["vecs"].get(draft.text_hash) if draft.level in _EMBEDDED_LEVELS else None
-                if blob is not None:
-                    conn.execute("INSERT INTO unit_vectors VALUES (?,?,?)", (uid, "dense", blob))
-                    if draft.level == "turn":
-                        turn_vectors[draft.rowids[0]] = np.frombuffer(blob, dtype=np.float32)
-                        dim = len(turn_vectors[draft.rowids[0]])
-                if draft.level == "turn":
-                    conn.executemany(
-                        "INSERT INTO unit_mentions VALUES (?,?,?,?,?)",
-                        [(uid, *m) for m in plan["mentions"].get(draft.text_hash, [])])
-                if draft.level in ("window", "episode"):
-                    pending_groups.append((uid, draft))
-            # Windows and episodes are represented by the mean of their turns' vectors:
-            # their concatenated text is longer than the encoder's input window anyway.
-            for uid, draft in pending_groups:
+        """Store the session's units; a session another writer changed meanwhile stays dirty."""
+        span_vectors: dict[int, list[np.ndarray]] = {}
+        for draft in plan["drafts"]:
+            blob = plan["vecs"].get(draft.text_hash)
+            if draft.level == "span" and blob is not None:
+                span_vectors.setdefault(draft.rowids[0], []).append(np.frombuffer(blob, dtype=np.float32))
+        for draft in plan["drafts"]:
+            if draft.level == "turn" and draft.text_hash not in plan["vecs"] and draft.rowids[0] in span_vectors:
+                plan["vecs"][draft.text_hash] = _mean_unit(span_vectors[draft.rowids[0]]).tobytes()
+        turn_vectors = {d.rowids[0]: np.frombuffer(plan["vecs"][d.text_hash], dtype=np.float32)
+                        for d in plan["drafts"] if d.level == "turn" and d.text_hash in plan["vecs"]}
+        units = []
+        for draft in plan["drafts"]:
+            vector = plan["vecs"].get(draft.text_hash) if draft.level in _EMBEDDED_LEVELS else None
+            if draft.level in ("window", "episode"):
+                # Windows and episodes are represented by the mean of their turns' vectors:
+                # their concatenated text is longer than the encoder's input window anyway.
                 members = [turn_vectors[r] for r in draft.rowids if r in turn_vectors]
-                if not members or dim is None:
-                    continue
-                conn.execute("INSERT INTO unit_vectors VALUES (?,?,?)",
-                             (uid, "dense", _mean_unit(members).tobytes()))
-            # The session's entities get their vectors in the same transaction, so a reader
-            # never sees a mention whose entity vector is still missing. (Vectors of entities
-            # nobody mentions any more are removed by the update/delete that dropped them.)
-            new_entities = {m[0] for d in plan["drafts"] if d.level == "turn"
-                            for m in plan["mentions"].get(d.text_hash, [])}
-            conn.executemany(
-                "INSERT OR IGNORE INTO entity_vectors VALUES (?,?,?,?,?)",
-                [(user, agent, e, "dense", entity_vectors[e]) for e in sorted(new_entities)
-                 if e in entity_vectors])
-            conn.execute("DELETE FROM dirty_sessions WHERE user_key=? AND agent_key=? AND session=?",
-                         (user, agent, session))
-            note_session_change(conn, user, agent, session)
-            bump_version(conn, user, agent)
+                vector = _mean_unit(members).tobytes() if members else None
+            mentions = tuple(plan["mentions"].get(draft.text_hash, ())) if draft.level == "turn" else ()
+            units.append(DerivedUnit(draft.level, draft.position, draft.text, draft.text_hash, draft.rowids,
+                                     draft.first_seq, draft.last_seq, draft.speaker, draft.time, vector,
+                                     tuple(tuple(m) for m in mentions)))
+        expected = [(int(tid[1:]), version) for tid, version in plan["fingerprint"]]
+        self.store.commit_session(scope, plan["session"], expected, units, entity_vectors)
 
     def _entity_vectors(self, scope: Scope, plans: list[dict[str, Any]], encoders: Any,
                         report: RefreshReport) -> dict[str, bytes]:
         """Vectors of the entities the plans mention that the scope has none for yet."""
-        user, agent = scope.key
         mentioned = sorted({m[0] for plan in plans for mentions in plan["mentions"].values() for m in mentions})
-        have: set[str] = set()
-        for start in range(0, len(mentioned), 500):
-            chunk = mentioned[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            have.update(r[0] for r in self.store.read(
-                f"SELECT entity FROM entity_vectors WHERE user_key=? AND agent_key=? AND entity IN ({marks})",
-                (user, agent, *chunk)))
+        have = self.store.entities_with_vectors(scope, mentioned)
         missing = [e for e in mentioned if e not in have]
         if not missing:
             return {}
@@ -294,13 +205,9 @@ class Indexer:
         return {e: np.asarray(v, dtype=np.float32).tobytes() for e, v in zip(missing, vectors)}
 
     def _record_timings(self, report: RefreshReport) -> None:
-        items = {"dense": report.encoded_texts, "entities": report.ner_texts}
-        with self.store.transaction() as conn:
-            for encoder, seconds in report.encoder_seconds.items():
-                conn.execute(
-                    "INSERT INTO encoder_timings VALUES (?,?,?) ON CONFLICT(encoder) DO UPDATE SET"
-                    " seconds = seconds + excluded.seconds, items = items + excluded.items",
-                    (encoder, seconds, items.get(encoder, 0)))
+        if report.encoder_seconds:
+            self.store.add_encoder_timings(report.encoder_seconds,
+                                           {"dense": report.encoded_texts, "entities": report.ner_texts})
 
 
 def _mean_unit(vectors: list[np.ndarray]) -> np.ndarray:

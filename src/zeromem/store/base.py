@@ -299,3 +299,79 @@ def scope_meta_key(prefix: str, scope: Scope) -> str:
 def scope_meta_suffix(scope: Scope) -> str:
     """What follows the first ``:`` in every per-scope ``store_meta`` key of ``scope``."""
     return json.dumps(list(scope_key(scope)), ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(slots=True)
+class DerivedUnit:
+    """One derived unit as a backend stores it (indexes/units.py makes them)."""
+
+    level: str
+    position: int
+    text: str
+    text_hash: str
+    rowids: tuple[int, ...]
+    first_seq: int
+    last_seq: int
+    speaker: str | None
+    time: str | None
+    vector: bytes | None  # float32 little-endian
+    mentions: tuple[tuple[str, str, str, int], ...] = ()  # (entity, label, surface, count), turns
+
+
+class DerivedStoreBase(ABC):
+    """Derived rows, rebuildable from the traces: what the indexer writes and retrieval reads.
+
+    Every method is scoped; a backend never reads or writes across scopes.
+    """
+
+    @abstractmethod
+    def dirty_sessions(self, scope: Scope) -> list[str]:
+        """Sessions whose traces changed since they were last derived."""
+
+    @abstractmethod
+    def reset_derived(self, scope: Scope) -> None:
+        """Drop every derived row of the scope and mark all its sessions dirty (reindex)."""
+
+    @abstractmethod
+    def stored_encodings(self, scope: Scope, text_hashes: Sequence[str]
+                         ) -> tuple[dict[str, bytes], dict[str, list[tuple]]]:
+        """(vector by text hash, mentions by text hash) already stored in the scope."""
+
+    @abstractmethod
+    def entities_with_vectors(self, scope: Scope, names: Sequence[str]) -> set[str]:
+        """Which of ``names`` already have an entity vector in the scope."""
+
+    @abstractmethod
+    def commit_session(self, scope: Scope, session: str, expected: Sequence[tuple[int, int]],
+                       units: Sequence[DerivedUnit], entity_vectors: dict[str, bytes]) -> bool:
+        """In one transaction: if the session's traces are still ``expected`` ((rowid, version)
+        in conversation order), replace its derived rows, add the entity vectors its mentions
+        need, clear its dirty mark and log the change; else change nothing, return False."""
+
+    @abstractmethod
+    def add_encoder_timings(self, seconds: dict[str, float], items: dict[str, int]) -> None:
+        """Accumulate encoder time and items (reported by ``zeromem stats``)."""
+
+    @abstractmethod
+    def read_changes(self, scope: Scope, since: int, known_entities: set[str]) -> dict:
+        """In one read transaction, what an in-memory index at version ``since`` lacks:
+        ``version``, ``full`` (rebuild from scratch), ``sessions``, their ``traces`` (Trace),
+        ``units`` rows (id, session, level, position, text, text_hash, rowids JSON, vector),
+        ``mentions`` rows (unit id, entity, label, surface, count), and the vectors of
+        mentioned ``entities`` not in ``known_entities``."""
+
+    @abstractmethod
+    def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes]) -> None:
+        """Replace the scope's persisted in-memory index (retrieval/persist.py)."""
+
+    @abstractmethod
+    def load_snapshot(self, scope: Scope) -> tuple[int, str, dict[str, bytes], dict[int, Trace]] | None:
+        """(version, facts, parts, traces by rowid) in one read, or None if none is usable."""
+
+    @abstractmethod
+    def snapshot_version(self, scope: Scope) -> int | None:
+        """The version of the scope's persisted index, if any."""
+
+
+class StoreBase(TraceStoreBase, DerivedStoreBase):
+    """What a backend implements: the traces (source of record) and their derived rows."""

@@ -1,6 +1,7 @@
-"""Purging derived rows inside the write that makes them stale.
+"""SQLite's SQL for derived rows: units, vectors, mentions, entity vectors, the session-change
+log and persisted indexes (``SQLiteStore`` exposes them as the ``DerivedStoreBase`` methods).
 
-An update or delete removes, in its own transaction, every unit that covers the trace (its
+Purging inside the write that makes them stale: an update or delete removes, in its own transaction, every unit that covers the trace (its
 turn and spans, and the windows and episode around it) with their vectors and mentions, and
 the vectors of entities nobody mentions any more. The text of a deleted trace therefore
 survives in no table the moment ``delete`` returns; the session is re-derived at the next
@@ -9,7 +10,9 @@ refresh, and the untouched turns of the session keep their stored encodings.
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from typing import Sequence
 
 
 def purge_units_of_trace(conn: sqlite3.Connection, user: str, agent: str, session: str,
@@ -118,3 +121,105 @@ def bump_version(conn: sqlite3.Connection, user: str, agent: str, *, reset: bool
     if reset:
         conn.execute("UPDATE scope_versions SET reset_version = version"
                      " WHERE user_key=? AND agent_key=?", (user, agent))
+
+
+def dirty_sessions(conn: sqlite3.Connection, user: str, agent: str) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT session FROM dirty_sessions WHERE user_key=? AND agent_key=? ORDER BY session", (user, agent))]
+
+
+def reset_derived(conn: sqlite3.Connection, user: str, agent: str) -> None:
+    """Drop every derived row of a scope and mark all its sessions dirty (a full rebuild)."""
+    for table in ("units", "entity_vectors", "session_changes", "scope_snapshots", "scope_snapshot_parts"):
+        conn.execute(f"DELETE FROM {table} WHERE user_key=? AND agent_key=?", (user, agent))
+    conn.execute("INSERT OR IGNORE INTO dirty_sessions SELECT DISTINCT user_key, agent_key, session"
+                 " FROM traces WHERE user_key=? AND agent_key=?", (user, agent))
+    bump_version(conn, user, agent, reset=True)
+
+
+def stored_encodings(conn: sqlite3.Connection, user: str, agent: str, text_hashes: Sequence[str]
+                     ) -> tuple[dict[str, bytes], dict[str, list[tuple]]]:
+    """Vectors (turn/span units) and mentions (turn units) already stored for these texts.
+
+    One unit per text (the oldest): a text repeated a thousand times in the scope costs one
+    vector read, not a thousand.
+    """
+    vectors: dict[str, bytes] = {}
+    mentions: dict[str, list[tuple]] = {}
+    # The units_text index is ordered (scope, text_hash, id): "the oldest unit of this text" is
+    # one index probe, however often the text repeats.
+    first_encoded = ("SELECT v.vec FROM units u JOIN unit_vectors v ON v.unit_id = u.id"
+                     " WHERE u.user_key=? AND u.agent_key=? AND u.text_hash=? AND u.level IN ('turn', 'span')"
+                     " ORDER BY u.id LIMIT 1")
+    first_turn = ("SELECT id FROM units WHERE user_key=? AND agent_key=? AND text_hash=? AND level='turn'"
+                  " ORDER BY id LIMIT 1")
+    turn_ids: dict[int, str] = {}
+    for text_hash in text_hashes:
+        row = conn.execute(first_encoded, (user, agent, text_hash)).fetchone()
+        if row is not None:
+            vectors[text_hash] = row[0]
+        row = conn.execute(first_turn, (user, agent, text_hash)).fetchone()
+        if row is not None:
+            turn_ids[row[0]] = text_hash
+            mentions[text_hash] = []
+    ids = sorted(turn_ids)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        for uid, entity, label, surface, count in conn.execute(
+                f"SELECT unit_id, entity, label, surface, count FROM unit_mentions"
+                f" WHERE unit_id IN ({marks}) ORDER BY unit_id, entity", chunk):
+            mentions[turn_ids[uid]].append((entity, label, surface, count))
+    return vectors, mentions
+
+
+def entities_with_vectors(conn: sqlite3.Connection, user: str, agent: str, names: Sequence[str]) -> set[str]:
+    have: set[str] = set()
+    for start in range(0, len(names), 500):
+        chunk = list(names[start:start + 500])
+        marks = ",".join("?" * len(chunk))
+        have.update(r[0] for r in conn.execute(
+            f"SELECT entity FROM entity_vectors WHERE user_key=? AND agent_key=? AND entity IN ({marks})",
+            (user, agent, *chunk)))
+    return have
+
+
+def commit_session(conn: sqlite3.Connection, user: str, agent: str, session: str,
+                   expected: Sequence[tuple[int, int]], units: Sequence, entity_vectors: dict[str, bytes]) -> bool:
+    """Replace a session's derived rows — if its traces are still ``expected`` ((rowid,
+    version) in order); else change nothing and return False (it stays dirty)."""
+    current = conn.execute(
+        "SELECT rowid_, version FROM traces WHERE user_key=? AND agent_key=? AND session=? ORDER BY seq, rowid_",
+        (user, agent, session)).fetchall()
+    if [tuple(r) for r in current] != [tuple(e) for e in expected]:
+        return False
+    conn.execute("DELETE FROM units WHERE user_key=? AND agent_key=? AND session=?", (user, agent, session))
+    mentioned: set[str] = set()
+    for unit in units:
+        cur = conn.execute(
+            "INSERT INTO units (user_key, agent_key, session, level, position, text, text_hash, trace_rowids,"
+            " first_seq, last_seq, speaker, time) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (user, agent, session, unit.level, unit.position, unit.text, unit.text_hash,
+             json.dumps(list(unit.rowids)), unit.first_seq, unit.last_seq, unit.speaker, unit.time))
+        uid = cur.lastrowid
+        if unit.vector is not None:
+            conn.execute("INSERT INTO unit_vectors VALUES (?,?,?)", (uid, "dense", unit.vector))
+        if unit.mentions:
+            conn.executemany("INSERT INTO unit_mentions VALUES (?,?,?,?,?)", [(uid, *m) for m in unit.mentions])
+            mentioned.update(m[0] for m in unit.mentions)
+    # The session's entities get their vectors in the same transaction, so a reader never sees
+    # a mention whose entity vector is still missing. (Vectors of entities nobody mentions any
+    # more are removed by the update/delete that dropped them.)
+    conn.executemany("INSERT OR IGNORE INTO entity_vectors VALUES (?,?,?,?,?)",
+                     [(user, agent, e, "dense", entity_vectors[e]) for e in sorted(mentioned) if e in entity_vectors])
+    conn.execute("DELETE FROM dirty_sessions WHERE user_key=? AND agent_key=? AND session=?", (user, agent, session))
+    note_session_change(conn, user, agent, session)
+    bump_version(conn, user, agent)
+    return True
+
+
+def add_encoder_timings(conn: sqlite3.Connection, seconds: dict[str, float], items: dict[str, int]) -> None:
+    for encoder, spent in seconds.items():
+        conn.execute("INSERT INTO encoder_timings VALUES (?,?,?) ON CONFLICT(encoder) DO UPDATE SET"
+                     " seconds = seconds + excluded.seconds, items = items + excluded.items",
+                     (encoder, spent, items.get(encoder, 0)))

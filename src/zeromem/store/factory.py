@@ -9,7 +9,7 @@ Accepted targets:
 * ``postgresql://...`` / ``postgres://...`` → not built yet (StoreError);
 * any other ``scheme://`` → InvalidInput listing these forms.
 
-A new backend is one module implementing ``TraceStoreBase`` plus one entry in ``_BACKENDS``.
+A new backend is one module implementing ``StoreBase`` plus one entry in ``_BACKENDS``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..errors import InvalidInput, StoreError
 from . import validate
-from .base import TraceStoreBase
+from .base import StoreBase
 from .sqlite import SQLiteStore
 
 _URL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
@@ -30,7 +30,7 @@ SUPPORTED_FORMS = ("a file path such as ~/.zeromem/memory.db", "':memory:'",
 
 
 def open_store(target: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
-               timeout_s: float = 30.0) -> TraceStoreBase:
+               timeout_s: float = 30.0) -> StoreBase:
     """Open the store ``target`` names (see the module docstring for the accepted forms).
 
     Raises InvalidInput for a target of the wrong type or an unknown URL scheme, and
@@ -56,7 +56,7 @@ def open_store(target: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX
     return opener(target, max_text_chars, timeout_s)
 
 
-def _open_sqlite(url: str, max_text_chars: int, timeout_s: float) -> TraceStoreBase:
+def _open_sqlite(url: str, max_text_chars: int, timeout_s: float) -> StoreBase:
     parts = urlsplit(url)
     if parts.netloc:
         raise InvalidInput(f"a sqlite URL has no host: write sqlite:///absolute/path.db (three "
@@ -77,7 +77,7 @@ def _open_sqlite(url: str, max_text_chars: int, timeout_s: float) -> TraceStoreB
     return SQLiteStore(path, max_text_chars=max_text_chars, timeout_s=timeout_s)
 
 
-def _postgres_unavailable(url: str, max_text_chars: int, timeout_s: float) -> TraceStoreBase:
+def _postgres_unavailable(url: str, max_text_chars: int, timeout_s: float) -> StoreBase:
     raise StoreError("the PostgreSQL backend is not available yet in this zeromem: store the "
                      "memory in a SQLite file (a path, or sqlite:///absolute/path.db) for now")
 
@@ -88,7 +88,7 @@ def _redacted(url: str) -> str:
 
 
 # scheme → opener. A new backend is one entry here (and its module).
-_BACKENDS: dict[str, Callable[[str, int, float], TraceStoreBase]] = {
+_BACKENDS: dict[str, Callable[[str, int, float], StoreBase]] = {
     "sqlite": _open_sqlite,
     "postgresql": _postgres_unavailable,
     "postgres": _postgres_unavailable,

@@ -24,6 +24,8 @@ from ..types import HistoryEvent, Scope, Trace
 from . import validate
 from .base import (
     CleanDraft,
+    DerivedUnit,
+    StoreBase,
     TraceDraft,
     TraceStoreBase,
     check_meta_key,
@@ -34,8 +36,11 @@ from .base import (
     scope_meta_suffix,
     trace_id,
 )
+from . import derived
 from .derived import purge_units_of_trace, read_changes
 from .schema import migrate
+
+__all__ = ["SQLiteStore", "TraceStore", "TraceStoreBase", "TraceDraft"]
 
 __all__ = ["SQLiteStore", "TraceDraft", "TraceStore", "parse_trace_id", "trace_id"]
 
@@ -51,7 +56,7 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
 
 
-class SQLiteStore(TraceStoreBase):
+class SQLiteStore(StoreBase):
     """Verbatim traces, their history, scope versions, and the connection for derived tables."""
 
     def __init__(self, path: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
@@ -127,6 +132,41 @@ class SQLiteStore(TraceStoreBase):
         # would raise and hide the original error.
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
+
+    # -- derived rows (DerivedStoreBase; the SQL is in derived.py) ------------------------
+    def dirty_sessions(self, scope: Scope) -> list[str]:
+        user, agent = scope_key(scope)
+        with self._lock:
+            self._check_open()
+            return derived.dirty_sessions(self.conn, user, agent)
+
+    def reset_derived(self, scope: Scope) -> None:
+        user, agent = scope_key(scope)
+        with self.transaction() as conn:
+            derived.reset_derived(conn, user, agent)
+
+    def stored_encodings(self, scope: Scope, text_hashes: Sequence[str]
+                         ) -> tuple[dict[str, bytes], dict[str, list[tuple]]]:
+        user, agent = scope_key(scope)
+        with self._lock:
+            self._check_open()
+            return derived.stored_encodings(self.conn, user, agent, text_hashes)
+
+    def entities_with_vectors(self, scope: Scope, names: Sequence[str]) -> set[str]:
+        user, agent = scope_key(scope)
+        with self._lock:
+            self._check_open()
+            return derived.entities_with_vectors(self.conn, user, agent, names)
+
+    def commit_session(self, scope: Scope, session: str, expected: Sequence[tuple[int, int]],
+                       units: Sequence[DerivedUnit], entity_vectors: dict[str, bytes]) -> bool:
+        user, agent = scope_key(scope)
+        with self.transaction() as conn:
+            return derived.commit_session(conn, user, agent, session, expected, units, entity_vectors)
+
+    def add_encoder_timings(self, seconds: dict[str, float], items: dict[str, int]) -> None:
+        with self.transaction() as conn:
+            derived.add_encoder_timings(conn, seconds, items)
 
     def read_changes(self, scope: Scope, since: int, known_entities: set[str]) -> dict:
         """The derived rows an in-memory index at version ``since`` lacks, read in one read
