@@ -58,10 +58,16 @@ def test_any_write_sequence_gives_the_evidence_of_a_full_rebuild(tmp_path_factor
     memory = Memory(path, config=config)
     try:
         ids: list[str] = []
+        searched = False  # the in-memory index holds the latest writes (so close() persists it)
         for kind, arg, text, speaker in ops:
+            if kind not in ("search", "reopen"):
+                searched = False
             if kind == "reopen":
                 memory.close()
                 memory = Memory(path, config=config)
+                if snapshots and searched and memory.stats()["traces"]:
+                    assert memory.store.snapshot_version(memory.scope) is not None
+                searched = False
                 continue
             if kind == "add":
                 ids.append(memory.add(text, session=arg, speaker=speaker))
@@ -73,6 +79,7 @@ def test_any_write_sequence_gives_the_evidence_of_a_full_rebuild(tmp_path_factor
                 memory.delete(ids.pop(arg % len(ids)))
             elif kind == "search":
                 memory.search(QUERIES[arg], k=5)
+                searched = True
             elif kind == "reindex":
                 memory.reindex()
         streamed = evidence(memory)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from .ragged import Ragged
+
 ROWS_PER_CELL = 256
 PROBES = 32
 TRAIN_SAMPLE = 16_384  # rows k-means learns the centroids from
@@ -45,6 +47,22 @@ class CellIndex:
         self.rows = names[order]
         self.ptr = np.searchsorted(cell[order], np.arange(len(self.centroids) + 1))
         self._extra: dict[int, list[int]] = {}
+
+    def state(self) -> dict[str, np.ndarray]:
+        extra = Ragged.from_lists([self._extra.get(c, []) for c in range(len(self.centroids))])
+        extra_ptr, extra_rows = extra.flat()
+        return {"centroids": self.centroids, "rows": self.rows, "ptr": self.ptr,
+                "extra_ptr": extra_ptr, "extra_rows": extra_rows}
+
+    @classmethod
+    def from_state(cls, state: dict[str, np.ndarray]) -> "CellIndex":
+        cells = cls.__new__(cls)
+        cells.centroids = state["centroids"]
+        cells.rows = state["rows"]
+        cells.ptr = state["ptr"]
+        ptr, rows = state["extra_ptr"], state["extra_rows"].tolist()
+        cells._extra = {c: rows[ptr[c]:ptr[c + 1]] for c in range(len(ptr) - 1) if ptr[c + 1] > ptr[c]}
+        return cells
 
     def assign(self, rows: np.ndarray, vectors: np.ndarray) -> None:
         """Rows written after the build join the cell of their nearest centroid."""

@@ -98,7 +98,7 @@ class DenseIndex:
         self._alive[slots] = True
         self._changes += 1
         if self._cells is not None and self._rows is not None:
-            self._cells.assign(slots, self._rows[slots])
+            self._cells.assign(slots, self._rows_f32(slots))
 
     def clear(self, slots: np.ndarray) -> None:
         slots = np.asarray(slots, dtype=np.int64)
@@ -141,6 +141,11 @@ class DenseIndex:
         norm = float(np.linalg.norm(q))
         return q / norm if norm > 0 else q
 
+    def _rows_f32(self, rows: np.ndarray | slice) -> np.ndarray:
+        """Rows as float32 (a large scope's persisted index keeps float16 rows)."""
+        found = self.vectors[rows]
+        return found if found.dtype == np.float32 else found.astype(np.float32)
+
     def scores(self, qvec: np.ndarray) -> np.ndarray:
         """Exact cosine of the query with every row (float32, row order).
 
@@ -151,13 +156,18 @@ class DenseIndex:
         """
         if self.size == 0 or self.dim == 0 or self._rows is None:
             return np.zeros(self.size, dtype=np.float32)
-        return np.einsum("ij,j->i", self.vectors, self._query(qvec))
+        q = self._query(qvec)
+        if self.vectors.dtype == np.float32:
+            return np.einsum("ij,j->i", self.vectors, q)
+        block = 16_384
+        return np.concatenate([np.einsum("ij,j->i", self._rows_f32(slice(i, i + block)), q)
+                               for i in range(0, self.size, block)])
 
     def scores_of(self, qvec: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Exact cosine of the query with the given rows only (float32, in ``rows`` order)."""
         if self.dim == 0 or len(rows) == 0 or self._rows is None:
             return np.zeros(len(rows), dtype=np.float32)
-        return np.einsum("ij,j->i", self.vectors[rows], self._query(qvec))
+        return np.einsum("ij,j->i", self._rows_f32(rows), self._query(qvec))
 
     def sample_rows(self) -> np.ndarray:
         """An evenly spaced sample of at most ~2·``DISTRIBUTION_SAMPLE`` live rows."""
@@ -209,11 +219,11 @@ class DenseIndex:
                 # index has doubled or halved since, so the cells keep ~ROWS_PER_CELL rows.
                 if self._cells is None or not self._cells_size / 2 <= live <= 2 * self._cells_size:
                     rows = np.flatnonzero(alive)
-                    self._cells = CellIndex(self.vectors[rows], ROWS_PER_CELL, rows=rows)
+                    self._cells = CellIndex(self._rows_f32(rows), ROWS_PER_CELL, rows=rows)
                     self._cells_size = live
                 rows = self._cells.probe(q, PROBES)
             rows = rows[alive[rows]]
-        idx, scores = top_k(np.einsum("ij,j->i", self.vectors[rows], q), k)
+        idx, scores = top_k(np.einsum("ij,j->i", self._rows_f32(rows), q), k)
         return rows[idx], scores
 
     def ann(self):
@@ -241,9 +251,15 @@ class DenseIndex:
         return index
 
     # -- persistence --------------------------------------------------------------------
-    def state(self) -> dict[str, np.ndarray]:
+    def state(self, *, half: bool = False) -> dict[str, np.ndarray]:
+        """Arrays for ``from_state``; ``half`` keeps the rows as float16 (large scopes: half the
+        memory and disk; cosines change by ~1e-4, see docs/decisions.md)."""
         rows = self.vectors if self._rows is not None else np.zeros((self.size, 0), dtype=np.float32)
-        return {"rows": rows, "alive": self.alive}
+        out = {"rows": rows.astype(np.float16) if half else rows, "alive": self.alive}
+        if self._cells is not None:
+            out.update({f"cells.{k}": v for k, v in self._cells.state().items()})
+            out["cells.size"] = np.asarray([self._cells_size], dtype=np.int64)
+        return out
 
     @classmethod
     def from_state(cls, state: dict[str, np.ndarray]) -> "DenseIndex":
@@ -252,5 +268,8 @@ class DenseIndex:
         index._alive = Growable.wrap(state["alive"], fill=False)
         if rows.ndim == 2 and rows.shape[1]:
             index.dim = rows.shape[1]
-            index._rows = Growable.wrap(np.ascontiguousarray(rows, dtype=np.float32))
+            index._rows = Growable.wrap(rows)
+        if "cells.centroids" in state:
+            index._cells = CellIndex.from_state({k[6:]: v for k, v in state.items() if k.startswith("cells.")})
+            index._cells_size = int(state["cells.size"][0])
         return index

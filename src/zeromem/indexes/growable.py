@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+LARGE_BYTES = 64 << 20
+
 
 class Growable:
     """A 1-D (or row-wise 2-D) array with a filled length and a doubling capacity."""
@@ -43,14 +45,25 @@ class Growable:
         """Make room for ``size`` items (new items hold ``fill``); never shrinks."""
         if size <= len(self._data):
             if size > self.size:
+                self._writable()
+                self._data[self.size:size] = self.fill
                 self.size = size
             return
-        capacity = max(size, 2 * len(self._data))
+        # Double small arrays; grow large ones by a quarter (still amortized O(1)) so that a
+        # 100 MB array does not briefly need 300 MB.
+        grow = 2 * len(self._data) if self._data.nbytes < LARGE_BYTES else len(self._data) + len(self._data) // 4
+        capacity = max(size, grow)
         shape = (capacity,) if self.width is None else (capacity, self.width)
         grown = np.full(shape, self.fill, dtype=self.dtype)
         grown[:self.size] = self._data[:self.size]
         self._data = grown
         self.size = size
+
+    def _writable(self) -> None:
+        """Arrays loaded from a persisted index are read-only views of its bytes; the first
+        write copies them."""
+        if not self._data.flags.writeable:
+            self._data = self._data.copy()
 
     def append(self, value) -> int:
         """Append one item; returns its index."""
@@ -69,4 +82,5 @@ class Growable:
         return self.view()[index]
 
     def __setitem__(self, index, value) -> None:
+        self._writable()
         self.view()[index] = value

@@ -66,9 +66,9 @@ class _Postings:
     __slots__ = ("docs", "gens", "tfs", "stale")
 
     def __init__(self) -> None:
-        self.docs = Growable(np.int64, capacity=4)
+        self.docs = Growable(np.int32, capacity=4)
         self.gens = Growable(np.int32, capacity=4)
-        self.tfs = Growable(np.float64, capacity=4)
+        self.tfs = Growable(np.float32, capacity=4)  # term frequencies: small integers, exact
         self.stale = 0
 
 
@@ -200,8 +200,8 @@ class LexicalIndex:
         return {"gen": self._gen.view(), "length": self._length.view(), "has_doc": self._has_doc.view(),
                 "df": self._df.view(), "terms_ptr": terms_ptr, "terms_values": terms_values,
                 "post_terms": np.asarray(terms, dtype=np.int64), "post_ptr": ptr,
-                "post_docs": joined("docs", np.int64), "post_gens": joined("gens", np.int32),
-                "post_tfs": joined("tfs", np.float64),
+                "post_docs": joined("docs", np.int32), "post_gens": joined("gens", np.int32),
+                "post_tfs": joined("tfs", np.float32),
                 "post_stale": np.asarray([self._postings[t].stale for t in terms], dtype=np.int64),
                 "totals": np.asarray([self.n_docs, self.total_length], dtype=np.float64)}
 

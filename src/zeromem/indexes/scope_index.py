@@ -138,14 +138,14 @@ class Level:
         self.dense.set_rows(np.asarray([slot]), None if vector is None else vector[None, :])
         self.changes += 1
 
-    def state(self) -> dict[str, np.ndarray]:
+    def state(self, half: bool = False) -> dict[str, np.ndarray]:
         rowids_ptr, rowids = self.rowids.flat()
         tokens_ptr, tokens = self.tokens.flat()
         out = {"alive": self.alive.view(), "session": self.session.view(), "position": self.position.view(),
                "text_hash": self.text_hash.view(), "rowids_ptr": rowids_ptr, "rowids": rowids,
                "tokens_ptr": tokens_ptr, "tokens": tokens, "free": np.asarray(self.free, dtype=np.int64)}
         out.update({f"lex.{k}": v for k, v in self.lexical.state().items()})
-        out.update({f"dense.{k}": v for k, v in self.dense.state().items()})
+        out.update({f"dense.{k}": v for k, v in self.dense.state(half=half).items()})
         return out
 
     @classmethod
@@ -239,12 +239,13 @@ class ScopeIndex:
         return self.entity_vectors.view() if self._entity_dim else np.zeros((0, 0), dtype=np.float32)
 
     # -- persistence --------------------------------------------------------------------
-    def state(self) -> tuple[dict[str, np.ndarray], dict]:
+    def state(self, half: bool = False) -> tuple[dict[str, np.ndarray], dict]:
         """(arrays, JSON-able facts) that ``from_state`` turns back into this index; the
-        traces themselves are not part of it (they are read from the store)."""
+        traces themselves are not part of it (they are read from the store). ``half``: keep
+        vectors as float16."""
         arrays: dict[str, np.ndarray] = {}
         for name, level in self.levels.items():
-            arrays.update({f"{name}.{k}": v for k, v in level.state().items()})
+            arrays.update({f"{name}.{k}": v for k, v in level.state(half).items()})
         turns_ptr, turns = Ragged.from_lists(self.session_turns).flat()
         arrays.update({"session_turns_ptr": turns_ptr, "session_turns": turns,
                        "episode_of_session": self.episode_of_session.view(),

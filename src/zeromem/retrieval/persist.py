@@ -21,11 +21,12 @@ import numpy as np
 from ..types import Scope, Trace
 from .prepared import PreparedScope
 
-FORMAT = 1
+FORMAT = 2
 
 
-def encode(prep: PreparedScope) -> tuple[str, dict[str, bytes]]:
-    arrays, facts = prep.state()
+def encode(prep: PreparedScope, *, half: bool = False) -> tuple[str, dict[str, bytes]]:
+    """``half``: store vectors as float16 (large scopes, whose search scores candidates only)."""
+    arrays, facts = prep.state(half)
     facts["format"] = FORMAT
     parts = {}
     for name, array in arrays.items():
@@ -41,5 +42,19 @@ def decode(scope: Scope, tokenize_many: Callable[[Sequence[str]], list[list[str]
     loaded = json.loads(facts)
     if loaded.get("format") != FORMAT:
         return None
-    arrays = {name: np.load(io.BytesIO(blob), allow_pickle=False) for name, blob in parts.items()}
+    arrays = {name: _view(blob) for name, blob in parts.items()}
     return PreparedScope.load_state(scope, tokenize_many, arrays, loaded, traces)
+
+
+def _view(blob: bytes) -> np.ndarray:
+    """The array stored in ``.npy`` bytes, as a read-only view of them (no copy; structures
+    copy an array the first time they write to it)."""
+    stream = io.BytesIO(blob)
+    version = np.lib.format.read_magic(stream)
+    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                   else np.lib.format.read_array_header_2_0)
+    shape, fortran, dtype = read_header(stream)
+    if fortran or dtype.hasobject:
+        raise ValueError("unexpected array layout in a persisted index")
+    count = int(np.prod(shape)) if shape else 1
+    return np.frombuffer(blob, dtype=dtype, count=count, offset=stream.tell()).reshape(shape)

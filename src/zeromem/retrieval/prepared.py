@@ -199,9 +199,10 @@ class PreparedScope:
 
 
     # -- persistence --------------------------------------------------------------------
-    def state(self) -> tuple[dict[str, np.ndarray], dict]:
-        """Everything needed to load this scope without re-deriving it (``load_state``)."""
-        arrays, facts = self.index.state()
+    def state(self, half: bool = False) -> tuple[dict[str, np.ndarray], dict]:
+        """Everything needed to load this scope without re-deriving it (``load_state``);
+        ``half`` keeps vectors as float16."""
+        arrays, facts = self.index.state(half)
         dates = Ragged.from_lists(([d.toordinal() for pair in ranges for d in pair] for ranges in self.turn_dates),
                                   dtype=np.int64)
         arrays["turn_dates_ptr"], arrays["turn_dates"] = dates.flat()

@@ -109,7 +109,7 @@ class Retriever:
                     return False
                 if stored is not None and prep.changed_since_save < due:
                     return False
-            facts, parts = persist.encode(prep)
+            facts, parts = persist.encode(prep, half=prep.n_live > self.config.large_scope_turns)
             self.store.save_snapshot(scope, prep.index.version, facts, parts)
             prep.changed_since_save = 0
             return True

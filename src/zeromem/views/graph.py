@@ -118,6 +118,7 @@ class EntityGraph:
         self._owner_ptr = np.zeros(1, dtype=np.int64)  # base entries owned by each turn slot ...
         self._owner_entries = np.zeros(0, dtype=np.int64)  # ... as positions in the base
         self._base_slots = 0
+        self._base_entries = 0
         self._dirty: set[int] = set()
         self._cache: tuple | None = None
 
@@ -177,6 +178,14 @@ class EntityGraph:
         arrays = {"edge_ids_ptr": ids_ptr, "edge_ids": ids, "edge_weights_ptr": w_ptr,
                   "edge_weights": weights, "next_turn": self.next_turn.view(), "alive": self.alive.view(),
                   "df": self._df.view()}
+        if self._base is not None:
+            arrays.update({"base_data": self._base.data, "base_indices": self._base.indices,
+                           "base_indptr": self._base.indptr, "base_rows": self._base_rows,
+                           "base_degree": self._base_degree, "owner_ptr": self._owner_ptr,
+                           "owner_entries": self._owner_entries,
+                           "dirty": np.asarray(sorted(self._dirty), dtype=np.int64),
+                           "base_shape": np.asarray([self.turn_capacity, self.entity_capacity,
+                                                     self._base_slots, self._base_entries], dtype=np.int64)})
         facts = {"entities": self.entities, "alias": self.alias, "n_live_turns": self.n_live_turns,
                  "raw_counts": {k: v for k, v in self.raw_counts.items() if v},
                  "person_counts": {k: v for k, v in self.person_counts.items() if v},
@@ -200,6 +209,17 @@ class EntityGraph:
         graph._df = Growable.wrap(arrays["df"])
         graph.edge_ids.reserve(graph.alive.size)
         graph.edge_weights.reserve(graph.alive.size)
+        if "base_data" in arrays:
+            graph.turn_capacity, graph.entity_capacity, graph._base_slots, graph._base_entries = (
+                int(x) for x in arrays["base_shape"])
+            n = graph.turn_capacity + graph.entity_capacity
+            graph._base = sp.csr_matrix((arrays["base_data"], arrays["base_indices"], arrays["base_indptr"]),
+                                        shape=(n, n), copy=False)
+            graph._base_rows = arrays["base_rows"]
+            graph._base_degree = np.array(arrays["base_degree"])
+            graph._owner_ptr = arrays["owner_ptr"]
+            graph._owner_entries = arrays["owner_entries"]
+            graph._dirty = set(arrays["dirty"].tolist())
         return graph
 
     # -- writes -------------------------------------------------------------------------
@@ -416,6 +436,7 @@ class EntityGraph:
         self._owner_entries = position[by_owner]
         self._base_degree = np.bincount(rows, weights=vals, minlength=n)[:n].astype(np.float64)
         self._base_slots = int(alive.sum())
+        self._base_entries = len(order)
         self._dirty = set()
         self._cache = None
         if len(self._df) < self.entity_capacity:
@@ -429,6 +450,8 @@ class EntityGraph:
         positions = self._owner_entries[self._owner_ptr[slot]:self._owner_ptr[slot + 1]]
         if not len(positions):
             return
+        if not self._base.data.flags.writeable:  # loaded from a persisted index
+            self._base.data = self._base.data.copy()
         np.subtract.at(self._base_degree, self._base_rows[positions], self._base.data[positions])
         self._base.data[positions] = 0.0
 
