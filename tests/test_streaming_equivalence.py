@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from zeromem import Memory
 from zeromem.config import Config
+from zeromem.retrieval import persist
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +67,7 @@ def test_any_write_sequence_gives_the_evidence_of_a_full_rebuild(tmp_path_factor
                 memory.close()
                 memory = Memory(path, config=config)
                 if snapshots and searched and memory.stats()["traces"]:
-                    assert memory.store.snapshot_version(memory.scope) is not None
+                    assert memory.store.snapshot_version(memory.scope, persist.FORMAT) is not None
                 searched = False
                 continue
             if kind == "add":

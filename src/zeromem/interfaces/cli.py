@@ -37,9 +37,9 @@ app = typer.Typer(
 # Command groups that live in their own modules plug in here, one line each:
 app.add_typer(bench_app, name="bench")
 
-DbOption = Annotated[Optional[Path], typer.Option(
-    "--db", metavar="PATH", show_default=False,
-    help="SQLite file of the store [default: $ZEROMEM_DB or ~/.zeromem/memory.db]")]
+DbOption = Annotated[Optional[str], typer.Option(
+    "--db", metavar="PATH|URL", show_default=False,
+    help="the store: a SQLite file or a sqlite:/// URL [default: $ZEROMEM_DB or ~/.zeromem/memory.db]")]
 UserOption = Annotated[Optional[str], typer.Option(
     "--user", help="user id of the scope (namespace) to use; scopes never see each other")]
 AgentOption = Annotated[Optional[str], typer.Option(
@@ -66,7 +66,7 @@ def friendly(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def open_memory(db: Path | None, user: str | None, agent: str | None, *,
+def open_memory(db: str | Path | None, user: str | None, agent: str | None, *,
                 create: bool = False) -> Memory:
     """The Memory a command works on: ``--db`` (or the default path) in one scope.
 
@@ -74,7 +74,8 @@ def open_memory(db: Path | None, user: str | None, agent: str | None, *,
     empty store behind.
     """
     path = db if db is not None else default_db_path()
-    if not create and str(path) != ":memory:" and not Path(path).expanduser().exists():
+    local = str(path)  # a URL (sqlite:///…) is checked by the store itself
+    if "://" not in local and not create and local != ":memory:" and not Path(local).expanduser().exists():
         raise NotFound(f"no zeromem store at {path}: check --db / $ZEROMEM_DB, "
                        "or create one with `zeromem ingest FILE`")
     return Memory(path, user=user, agent=agent)

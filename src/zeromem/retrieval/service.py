@@ -84,7 +84,7 @@ class Retriever:
         """The scope's persisted index (see persist.py), if there is a usable one."""
         from ..encoders.tokenize import tokenize_many
 
-        stored = self.store.load_snapshot(scope)
+        stored = self.store.load_snapshot(scope, persist.FORMAT)
         if stored is None:
             return None
         version, facts, parts, traces = stored
@@ -103,14 +103,14 @@ class Retriever:
             if not force:
                 if prep.n_live < self.config.snapshot_min_turns:
                     return False
-                stored = self.store.snapshot_version(scope)
+                stored = self.store.snapshot_version(scope, persist.FORMAT)
                 due = max(100, self.config.snapshot_stale_share * prep.n_live)
                 if stored is not None and stored == prep.index.version:
                     return False
                 if stored is not None and prep.changed_since_save < due:
                     return False
             facts, parts = persist.encode(prep, half=prep.n_live > self.config.large_scope_turns)
-            self.store.save_snapshot(scope, prep.index.version, facts, parts)
+            self.store.save_snapshot(scope, prep.index.version, facts, parts, persist.FORMAT)
             prep.changed_since_save = 0
             return True
 

@@ -361,16 +361,19 @@ class DerivedStoreBase(ABC):
         mentioned ``entities`` not in ``known_entities``."""
 
     @abstractmethod
-    def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes]) -> None:
+    def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes],
+                      format: int = 1) -> None:
         """Replace the scope's persisted in-memory index (retrieval/persist.py)."""
 
     @abstractmethod
-    def load_snapshot(self, scope: Scope) -> tuple[int, str, dict[str, bytes], dict[int, Trace]] | None:
-        """(version, facts, parts, traces by rowid) in one read, or None if none is usable."""
+    def load_snapshot(self, scope: Scope, format: int = 1
+                      ) -> tuple[int, str, dict[str, bytes], dict[int, Trace]] | None:
+        """(version, facts, parts, traces by rowid) in one read, or None if there is none of
+        this ``format`` or a wipe made it useless."""
 
     @abstractmethod
-    def snapshot_version(self, scope: Scope) -> int | None:
-        """The version of the scope's persisted index, if any."""
+    def snapshot_version(self, scope: Scope, format: int = 1) -> int | None:
+        """The version of the scope's persisted index of this ``format``, if any."""
 
 
 class StoreBase(TraceStoreBase, DerivedStoreBase):

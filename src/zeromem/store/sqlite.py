@@ -185,7 +185,8 @@ class SQLiteStore(StoreBase):
         out["traces"] = [_row_to_trace(row) for row in out["traces"]]
         return out
 
-    def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes]) -> None:
+    def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes],
+                      format: int = 1) -> None:
         """Replace the scope's persisted index (derived, disposable) in one transaction."""
         user, agent = scope_key(scope)
         with self.transaction() as conn:
@@ -193,9 +194,10 @@ class SQLiteStore(StoreBase):
             conn.executemany("INSERT INTO scope_snapshot_parts VALUES (?,?,?,?)",
                              [(user, agent, name, blob) for name, blob in sorted(parts.items())])
             conn.execute("INSERT OR REPLACE INTO scope_snapshots VALUES (?,?,?,?,?)",
-                         (user, agent, version, 1, facts.encode("utf-8")))
+                         (user, agent, version, format, facts.encode("utf-8")))
 
-    def load_snapshot(self, scope: Scope) -> tuple[int, str, dict[str, bytes], dict[int, Trace]] | None:
+    def load_snapshot(self, scope: Scope, format: int = 1
+                      ) -> tuple[int, str, dict[str, bytes], dict[int, Trace]] | None:
         """The scope's persisted index — (version, facts, parts, every trace by rowid) — read
         in one transaction, or None if there is none or a wipe made it useless."""
         user, agent = scope_key(scope)
@@ -207,7 +209,7 @@ class SQLiteStore(StoreBase):
                     head = self.conn.execute(
                         "SELECT s.version, s.blob, COALESCE(v.reset_version, 0) FROM scope_snapshots s"
                         " LEFT JOIN scope_versions v ON v.user_key = s.user_key AND v.agent_key = s.agent_key"
-                        " WHERE s.user_key=? AND s.agent_key=?", (user, agent)).fetchone()
+                        " WHERE s.user_key=? AND s.agent_key=? AND s.format=?", (user, agent, format)).fetchone()
                     if head is None or head[2] > head[0]:
                         return None
                     parts = dict(self.conn.execute(
@@ -222,8 +224,9 @@ class SQLiteStore(StoreBase):
         traces = {row[0]: _row_to_trace(row) for row in rows}
         return int(head[0]), bytes(head[1]).decode("utf-8"), parts, traces
 
-    def snapshot_version(self, scope: Scope) -> int | None:
-        rows = self.read("SELECT version FROM scope_snapshots WHERE user_key=? AND agent_key=?", scope_key(scope))
+    def snapshot_version(self, scope: Scope, format: int = 1) -> int | None:
+        rows = self.read("SELECT version FROM scope_snapshots WHERE user_key=? AND agent_key=? AND format=?",
+                         (*scope_key(scope), format))
         return int(rows[0][0]) if rows else None
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
