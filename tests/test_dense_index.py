@@ -9,6 +9,13 @@ from zeromem.indexes.cells import CellIndex
 from zeromem.indexes.dense import DenseIndex
 
 
+
+def _usearch() -> None:
+    """Skip without usearch; load onnxruntime first, as dense.py does (usearch loaded first
+    makes later ONNX Runtime sessions in the process segfault)."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("usearch")
+
 def unit_rows(n, dim=32, seed=0):
     rng = np.random.default_rng(seed)
     v = rng.normal(size=(n, dim)).astype(np.float32)
@@ -49,7 +56,7 @@ def test_an_index_without_vectors_scores_zero():
 
 
 def test_ann_search_above_the_threshold_agrees_with_exact_search():
-    pytest.importorskip("usearch")
+    _usearch()
     vectors = unit_rows(3000, dim=48, seed=3)
     queries = unit_rows(40, dim=48, seed=4)
     ann = DenseIndex(vectors, ann_threshold=1000)
@@ -66,7 +73,7 @@ def test_ann_search_above_the_threshold_agrees_with_exact_search():
 
 
 def test_ann_results_are_deterministic_across_builds():
-    pytest.importorskip("usearch")
+    _usearch()
     vectors = unit_rows(2000, dim=16, seed=5)
     q = unit_rows(1, dim=16, seed=6)[0]
     first = DenseIndex(vectors, ann_threshold=100).search(q, 10)

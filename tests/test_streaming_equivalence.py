@@ -109,7 +109,7 @@ def test_another_process_writes_are_seen_by_the_next_search(tmp_path):
     path = tmp_path / "two.db"
     with Memory(path) as reader, Memory(path) as writer:
         first = writer.add("Caroline adopted a grey cat named Biscuit.", session="s1", speaker="Caroline")
-        assert [e.trace_ids for e in reader.search("grey cat Biscuit", k=3)][0] == (first,)
+        assert reader.search("grey cat Biscuit", k=3)[0].trace_ids == (first,)
         second = writer.add("Melanie moved to Denver in June.", session="s2", speaker="Melanie")
         assert (second,) in [e.trace_ids for e in reader.search("Denver", k=3)]
         writer.update(second, text="Melanie moved to Lisbon in June.")

@@ -3,9 +3,11 @@ the engine retrieves. It holds no logic of its own beyond argument plumbing."""
 
 from __future__ import annotations
 
+import builtins
 import logging
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .config import Config, default_db_path
 from .encoders.bundle import Encoders
@@ -58,7 +60,7 @@ class Memory:
             _log.warning("zeromem: could not persist the in-memory index: %s", exc)
         self.store.close()
 
-    def __enter__(self) -> "Memory":
+    def __enter__(self) -> Memory:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -146,7 +148,7 @@ class Memory:
                                limit=limit, offset=offset)
 
     def history(self, trace_id: str, *, user: str | None = _UNSET,
-                agent: str | None = _UNSET) -> list[HistoryEvent]:
+                agent: str | None = _UNSET) -> builtins.list[HistoryEvent]:
         """Every add / update / delete event of a trace, oldest first."""
         return self.store.history(trace_id, self._scope(user, agent))
 
@@ -198,7 +200,7 @@ class Memory:
     # -- retrieval ------------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10, session: str | None = None, as_of: Any = None,
                filters: Mapping[str, Any] | None = None, user: str | None = _UNSET,
-               agent: str | None = _UNSET) -> list[Evidence]:
+               agent: str | None = _UNSET) -> builtins.list[Evidence]:
         """Evidence for ``query``: at most ``k`` verbatim turns, best first, with provenance.
 
         No language model is called. ``as_of`` hides traces after that time; ``filters``

@@ -55,7 +55,7 @@ class CellIndex:
                 "extra_ptr": extra_ptr, "extra_rows": extra_rows}
 
     @classmethod
-    def from_state(cls, state: dict[str, np.ndarray]) -> "CellIndex":
+    def from_state(cls, state: dict[str, np.ndarray]) -> CellIndex:
         cells = cls.__new__(cls)
         cells.centroids = state["centroids"]
         cells.rows = state["rows"]

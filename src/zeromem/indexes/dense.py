@@ -23,7 +23,6 @@ import threading
 
 import numpy as np
 
-
 from ..errors import InvalidInput, ModelUnavailable
 from .cells import PROBES, ROWS_PER_CELL, CellIndex
 from .growable import Growable
@@ -53,6 +52,88 @@ def _normalized(vectors: np.ndarray) -> np.ndarray:
     return vectors
 
 
+class RowStore:
+    """Vectors by slot: a fixed *base* (as loaded from a persisted index: float32, or int8 with
+    one scale per row) and a growable float32 *extra* for the slots written after it.
+
+    Appending never copies the base; only rewriting a base slot in place (a trace updated in
+    a scope loaded from a snapshot) copies it once. int8 rows (large scopes, see
+    ``quantize``) change a cosine by ~5e-4 (docs/decisions.md).
+    """
+
+    def __init__(self, dim: int, base: np.ndarray | None = None, scale: np.ndarray | None = None) -> None:
+        self.dim = dim
+        self.base = np.zeros((0, dim), dtype=np.float32) if base is None else base
+        self.scale = scale
+        self.extra = Growable(np.float32, width=dim)
+
+    @property
+    def size(self) -> int:
+        return len(self.base) + self.extra.size
+
+    def reserve(self, size: int) -> None:
+        if size > self.size:
+            self.extra.reserve(size - len(self.base))
+
+    def get(self, rows: np.ndarray | slice) -> np.ndarray:
+        """float32 rows (``rows``: indices, or a slice of the base+extra order)."""
+        if isinstance(rows, slice):
+            rows = np.arange(self.size)[rows]
+        rows = np.asarray(rows, dtype=np.int64)
+        n0 = len(self.base)
+        if rows.size and rows.max() < n0:
+            return self._base_rows(rows)
+        out = np.empty((len(rows), self.dim), dtype=np.float32)
+        low = rows < n0
+        if low.any():
+            out[low] = self._base_rows(rows[low])
+        if (~low).any():
+            out[~low] = self.extra.view()[rows[~low] - n0]
+        return out
+
+    def _base_rows(self, rows: np.ndarray) -> np.ndarray:
+        found = self.base[rows]
+        if self.scale is None:
+            return found if found.dtype == np.float32 else found.astype(np.float32)
+        return found.astype(np.float32) * self.scale[rows, None]
+
+    def set(self, rows: np.ndarray, values: np.ndarray) -> None:
+        rows = np.asarray(rows, dtype=np.int64)
+        n0 = len(self.base)
+        low = rows < n0
+        if low.any():
+            if not self.base.flags.writeable:
+                self.base = self.base.copy()
+                self.scale = None if self.scale is None else self.scale.copy()
+            if self.scale is None:
+                self.base[rows[low]] = values[low]
+            else:
+                self.base[rows[low]], self.scale[rows[low]] = quantize(values[low])
+        if (~low).any():
+            self.extra.reserve(max(self.extra.size, int(rows[~low].max()) - n0 + 1))
+            self.extra[rows[~low] - n0] = values[~low]
+
+    def blocks(self, size: int = 16_384):
+        """float32 blocks of every row, in order (for scoring them all)."""
+        n0 = len(self.base)
+        if self.scale is None and self.base.dtype == np.float32:
+            if n0:
+                yield self.base
+        else:
+            for start in range(0, n0, size):
+                yield self._base_rows(np.arange(start, min(n0, start + size)))
+        if self.extra.size:
+            yield self.extra.view()
+
+
+def quantize(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int8 rows and one float32 scale per row: ``row ≈ int8 · scale`` (symmetric, per row)."""
+    rows = np.asarray(rows, dtype=np.float32)
+    scale = np.abs(rows).max(axis=1) / 127.0
+    scale[scale == 0] = 1.0
+    return np.round(rows / scale[:, None]).astype(np.int8), scale.astype(np.float32)
+
+
 class DenseIndex:
     """A cosine index over rows (slots); cleared slots are zero rows and never match."""
 
@@ -60,7 +141,7 @@ class DenseIndex:
                  dim: int | None = None) -> None:
         self.ann_threshold = ann_threshold
         self.dim = dim or 0
-        self._rows: Growable | None = None
+        self._rows: RowStore | None = None
         self._alive = Growable(bool, fill=False)
         self._changes = 0  # bumped by every write: cached samples and the ANN graph follow it
         self._sample: tuple[int, np.ndarray] | None = None
@@ -91,10 +172,10 @@ class DenseIndex:
         top = int(slots.max()) + 1
         self._alive.reserve(max(top, self._alive.size))
         if self._rows is None and self.dim:
-            self._rows = Growable(np.float32, width=self.dim, capacity=max(64, top))
+            self._rows = RowStore(self.dim)
         if self._rows is not None:
-            self._rows.reserve(max(top, self._rows.size))
-            self._rows[slots] = 0.0 if vectors is None else vectors
+            self._rows.reserve(top)
+            self._rows.set(slots, np.zeros((len(slots), self.dim), dtype=np.float32) if vectors is None else vectors)
         self._alive[slots] = True
         self._changes += 1
         if self._cells is not None and self._rows is not None:
@@ -105,9 +186,9 @@ class DenseIndex:
         slots = slots[slots < self._alive.size]
         if not len(slots):
             return
+        # A cleared row keeps its numbers: every reader skips dead rows (they have no score,
+        # no lifting, no candidacy), and not writing them keeps a loaded base untouched.
         self._alive[slots] = False
-        if self._rows is not None:
-            self._rows[slots] = 0.0
         self._changes += 1
 
     # -- reads --------------------------------------------------------------------------
@@ -120,9 +201,10 @@ class DenseIndex:
 
     @property
     def vectors(self) -> np.ndarray:
+        """Every row as float32 (a copy for a loaded or quantized base: use sparingly)."""
         if self._rows is None:
             return np.zeros((self.size, self.dim), dtype=np.float32)
-        return self._rows.view()[:self.size]
+        return self._rows.get(np.arange(self.size))
 
     @property
     def alive(self) -> np.ndarray:
@@ -142,9 +224,10 @@ class DenseIndex:
         return q / norm if norm > 0 else q
 
     def _rows_f32(self, rows: np.ndarray | slice) -> np.ndarray:
-        """Rows as float32 (a large scope's persisted index keeps float16 rows)."""
-        found = self.vectors[rows]
-        return found if found.dtype == np.float32 else found.astype(np.float32)
+        """Rows as float32 (a large scope's persisted index keeps int8 rows)."""
+        if self._rows is None:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._rows.get(rows)
 
     def scores(self, qvec: np.ndarray) -> np.ndarray:
         """Exact cosine of the query with every row (float32, row order).
@@ -157,11 +240,10 @@ class DenseIndex:
         if self.size == 0 or self.dim == 0 or self._rows is None:
             return np.zeros(self.size, dtype=np.float32)
         q = self._query(qvec)
-        if self.vectors.dtype == np.float32:
-            return np.einsum("ij,j->i", self.vectors, q)
-        block = 16_384
-        return np.concatenate([np.einsum("ij,j->i", self._rows_f32(slice(i, i + block)), q)
-                               for i in range(0, self.size, block)])
+        parts = [np.einsum("ij,j->i", block, q) for block in self._rows.blocks()]
+        out = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+        return out[:self.size] if len(out) >= self.size else np.concatenate(
+            [out, np.zeros(self.size - len(out), dtype=np.float32)])
 
     def scores_of(self, qvec: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Exact cosine of the query with the given rows only (float32, in ``rows`` order)."""
@@ -198,7 +280,7 @@ class DenseIndex:
         keys = np.unique(np.asarray(found.keys, dtype=np.int64))
         keys = keys[(keys >= 0) & (keys < self.size)]
         keys = keys[self.alive[keys]]
-        exact = self.vectors[keys] @ q
+        exact = self._rows_f32(keys) @ q
         idx, scores = top_k(exact, k)
         return keys[idx], scores
 
@@ -238,6 +320,12 @@ class DenseIndex:
 
     def _build_ann(self):
         try:
+            # usearch's SIMD library loaded before onnxruntime makes every later ONNX Runtime
+            # session segfault (seen here with usearch 2.26 / onnxruntime 1.2x): load ORT first.
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            pass
+        try:
             from usearch.index import Index
         except ImportError as err:
             raise ModelUnavailable("approximate search above "
@@ -247,28 +335,30 @@ class DenseIndex:
                       expansion_add=ANN_EXPANSION_ADD, expansion_search=ANN_EXPANSION_SEARCH)
         rows = np.flatnonzero(self.alive)
         # one thread: the HNSW graph (and so every result) is then the same on every build
-        index.add(rows.astype(np.uint64), self.vectors[rows], threads=1)
+        index.add(rows.astype(np.uint64), self._rows_f32(rows), threads=1)
         return index
 
     # -- persistence --------------------------------------------------------------------
-    def state(self, *, half: bool = False) -> dict[str, np.ndarray]:
-        """Arrays for ``from_state``; ``half`` keeps the rows as float16 (large scopes: half the
-        memory and disk; cosines change by ~1e-4, see docs/decisions.md)."""
+    def state(self, *, compact: bool = False) -> dict[str, np.ndarray]:
+        """Arrays for ``from_state``; ``compact`` keeps the rows as int8 with a scale per row
+        (large scopes: a quarter of the memory and disk; see ``quantize``)."""
         rows = self.vectors if self._rows is not None else np.zeros((self.size, 0), dtype=np.float32)
-        out = {"rows": rows.astype(np.float16) if half else rows, "alive": self.alive}
+        out = {"rows": rows, "alive": self.alive}
+        if compact and rows.shape[1]:
+            out["rows"], out["scale"] = quantize(rows)
         if self._cells is not None:
             out.update({f"cells.{k}": v for k, v in self._cells.state().items()})
             out["cells.size"] = np.asarray([self._cells_size], dtype=np.int64)
         return out
 
     @classmethod
-    def from_state(cls, state: dict[str, np.ndarray]) -> "DenseIndex":
+    def from_state(cls, state: dict[str, np.ndarray]) -> DenseIndex:
         index = cls()
         rows = state["rows"]
         index._alive = Growable.wrap(state["alive"], fill=False)
         if rows.ndim == 2 and rows.shape[1]:
             index.dim = rows.shape[1]
-            index._rows = Growable.wrap(rows)
+            index._rows = RowStore(index.dim, rows, state.get("scale"))
         if "cells.centroids" in state:
             index._cells = CellIndex.from_state({k[6:]: v for k, v in state.items() if k.startswith("cells.")})
             index._cells_size = int(state["cells.size"][0])

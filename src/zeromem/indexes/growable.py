@@ -24,7 +24,7 @@ class Growable:
         self.size = 0
 
     @classmethod
-    def wrap(cls, array: np.ndarray, fill=0) -> "Growable":
+    def wrap(cls, array: np.ndarray, fill=0) -> Growable:
         """A Growable whose filled part is ``array`` (no copy until it grows)."""
         array = np.asarray(array)
         out = cls.__new__(cls)

@@ -24,7 +24,7 @@ Cost: ``set_document`` O(|d|); ``scores`` O(postings of the query terms).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -63,7 +63,7 @@ class Vocabulary:
 
 
 class _Postings:
-    __slots__ = ("docs", "gens", "tfs", "stale")
+    __slots__ = ("docs", "gens", "stale", "tfs")
 
     def __init__(self) -> None:
         self.docs = Growable(np.int32, capacity=4)
@@ -206,7 +206,7 @@ class LexicalIndex:
                 "totals": np.asarray([self.n_docs, self.total_length], dtype=np.float64)}
 
     @classmethod
-    def from_state(cls, state: dict[str, np.ndarray], vocabulary: Vocabulary) -> "LexicalIndex":
+    def from_state(cls, state: dict[str, np.ndarray], vocabulary: Vocabulary) -> LexicalIndex:
         index = cls(vocabulary=vocabulary)
         index._gen = Growable.wrap(state["gen"])
         index._length = Growable.wrap(state["length"])

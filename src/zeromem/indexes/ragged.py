@@ -9,7 +9,7 @@ keeps a 100k-trace scope's index in memory small and loadable from a snapshot in
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -27,7 +27,7 @@ class Ragged:
         self.size = len(self._ptr) - 1
 
     @classmethod
-    def from_lists(cls, items: Iterable[Iterable], dtype=np.int64) -> "Ragged":
+    def from_lists(cls, items: Iterable[Iterable], dtype=np.int64) -> Ragged:
         arrays = [np.asarray(list(item), dtype=dtype) for item in items]
         lengths = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
         ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)

@@ -20,8 +20,8 @@ update the same slots. Cost of ``apply``: O(units of the changed sessions).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -94,6 +94,9 @@ class Level:
         self.lexical = LexicalIndex(vocabulary=vocabulary)
         self.dense = DenseIndex()
         self.free: list[int] = []
+        # Slots loaded from a persisted index are not reused: their vectors sit in a shared
+        # read-only base that a rewrite would have to copy whole (dense.RowStore).
+        self.reuse_floor = 0
         self._live: tuple[int, np.ndarray] | None = None
         self.changes = 0
 
@@ -138,18 +141,18 @@ class Level:
         self.dense.set_rows(np.asarray([slot]), None if vector is None else vector[None, :])
         self.changes += 1
 
-    def state(self, half: bool = False) -> dict[str, np.ndarray]:
+    def state(self, compact: bool = False) -> dict[str, np.ndarray]:
         rowids_ptr, rowids = self.rowids.flat()
         tokens_ptr, tokens = self.tokens.flat()
         out = {"alive": self.alive.view(), "session": self.session.view(), "position": self.position.view(),
                "text_hash": self.text_hash.view(), "rowids_ptr": rowids_ptr, "rowids": rowids,
                "tokens_ptr": tokens_ptr, "tokens": tokens, "free": np.asarray(self.free, dtype=np.int64)}
         out.update({f"lex.{k}": v for k, v in self.lexical.state().items()})
-        out.update({f"dense.{k}": v for k, v in self.dense.state(half=half).items()})
+        out.update({f"dense.{k}": v for k, v in self.dense.state(compact=compact).items()})
         return out
 
     @classmethod
-    def from_state(cls, name: str, vocabulary: Vocabulary, state: dict[str, np.ndarray]) -> "Level":
+    def from_state(cls, name: str, vocabulary: Vocabulary, state: dict[str, np.ndarray]) -> Level:
         level = cls(name, vocabulary)
         level.alive = Growable.wrap(state["alive"], fill=False)
         level.session = Growable.wrap(state["session"], fill=-1)
@@ -159,7 +162,8 @@ class Level:
         level.tokens = Ragged(np.int32, state["tokens_ptr"], state["tokens"])
         level.rowids.reserve(level.alive.size)
         level.tokens.reserve(level.alive.size)
-        level.free = state["free"].tolist()
+        level.reuse_floor = level.alive.size
+        level.free = []
         level.lexical = LexicalIndex.from_state(
             {k[4:]: v for k, v in state.items() if k.startswith("lex.")}, vocabulary)
         level.dense = DenseIndex.from_state({k[6:]: v for k, v in state.items() if k.startswith("dense.")})
@@ -174,7 +178,7 @@ class Level:
         self.tokens[slot] = ()
         self.lexical.remove_document(slot)
         self.dense.clear(np.asarray([slot]))
-        if reuse:
+        if reuse and slot >= self.reuse_floor:
             self.free.append(slot)
         self.changes += 1
 
@@ -239,13 +243,13 @@ class ScopeIndex:
         return self.entity_vectors.view() if self._entity_dim else np.zeros((0, 0), dtype=np.float32)
 
     # -- persistence --------------------------------------------------------------------
-    def state(self, half: bool = False) -> tuple[dict[str, np.ndarray], dict]:
+    def state(self, compact: bool = False) -> tuple[dict[str, np.ndarray], dict]:
         """(arrays, JSON-able facts) that ``from_state`` turns back into this index; the
-        traces themselves are not part of it (they are read from the store). ``half``: keep
-        vectors as float16."""
+        traces themselves are not part of it (they are read from the store). ``compact``: keep
+        vectors as int8 (dense.quantize)."""
         arrays: dict[str, np.ndarray] = {}
         for name, level in self.levels.items():
-            arrays.update({f"{name}.{k}": v for k, v in level.state(half).items()})
+            arrays.update({f"{name}.{k}": v for k, v in level.state(compact).items()})
         turns_ptr, turns = Ragged.from_lists(self.session_turns).flat()
         arrays.update({"session_turns_ptr": turns_ptr, "session_turns": turns,
                        "episode_of_session": self.episode_of_session.view(),
@@ -260,7 +264,7 @@ class ScopeIndex:
 
     @classmethod
     def from_state(cls, scope: Scope, tokenize_many: Callable[[Sequence[str]], list[list[str]]],
-                   arrays: dict[str, np.ndarray], facts: dict, traces: dict[int, Trace]) -> "ScopeIndex":
+                   arrays: dict[str, np.ndarray], facts: dict, traces: dict[int, Trace]) -> ScopeIndex:
         index = cls(scope, tokenize_many)
         index.version = int(facts["version"])
         index.reset_version = int(facts["reset_version"])

@@ -38,8 +38,8 @@ app = typer.Typer(
 app.add_typer(bench_app, name="bench")
 
 DbOption = Annotated[Optional[str], typer.Option(
-    "--db", metavar="PATH|URL", show_default=False,
-    help="the store: a SQLite file or a sqlite:/// URL [default: $ZEROMEM_DB or ~/.zeromem/memory.db]")]
+    "--db", metavar="PATH", show_default=False,
+    help="store file or URL [default: $ZEROMEM_DB or ~/.zeromem/memory.db]")]
 UserOption = Annotated[Optional[str], typer.Option(
     "--user", help="user id of the scope (namespace) to use; scopes never see each other")]
 AgentOption = Annotated[Optional[str], typer.Option(

@@ -12,9 +12,11 @@ direct match.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
+
+from .select import ByNode
 
 NEXT_DECAY = 0.55
 NEXT_AFTER_QUESTION_DECAY = 0.8
@@ -25,7 +27,7 @@ TITLE_LINK_SOURCES = 3
 
 
 def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.ndarray,
-                       question_like: np.ndarray, unit_entities: list[list[int]],
+                       question_like: np.ndarray, unit_entities: ByNode[list[int]],
                        entity_df: np.ndarray, turns_of_entities: Callable[[list[int]], tuple[np.ndarray, np.ndarray]],
                        next_turn: np.ndarray, prev_turn: np.ndarray, n_live: int | None = None,
                        neighbours: int = 1, bridges: int = 2,
@@ -83,7 +85,7 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
     return found
 
 
-def _bridges(primary: list[int], scores: np.ndarray, unit_entities: list[list[int]],
+def _bridges(primary: list[int], scores: np.ndarray, unit_entities: ByNode[list[int]],
              entity_df: np.ndarray, turns_of_entities: Callable[[list[int]], tuple[np.ndarray, np.ndarray]],
              limit: int, n: int) -> list[tuple[int, float, list[int]]]:
     """The ``limit`` best turns (outside ``primary``) that share a non-hub entity with two or

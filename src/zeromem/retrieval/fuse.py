@@ -9,7 +9,7 @@ sparse scores (BM25, PageRank mass: median 0) this is plain division by the maxi
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 

@@ -14,19 +14,19 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ..types import Scope, Trace
 from .prepared import PreparedScope
 
-FORMAT = 2
+FORMAT = 3
 
 
-def encode(prep: PreparedScope, *, half: bool = False) -> tuple[str, dict[str, bytes]]:
-    """``half``: store vectors as float16 (large scopes, whose search scores candidates only)."""
-    arrays, facts = prep.state(half)
+def encode(prep: PreparedScope, *, compact: bool = False) -> tuple[str, dict[str, bytes]]:
+    """``compact``: store vectors as int8 (large scopes, whose search scores candidates only)."""
+    arrays, facts = prep.state(compact)
     facts["format"] = FORMAT
     parts = {}
     for name, array in arrays.items():

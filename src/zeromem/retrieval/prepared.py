@@ -18,7 +18,6 @@ from ..views.graph import EntityGraph, normalize_title
 from ..views.hierarchy import Hierarchy
 from .calibrate import StateAssertion, state_assertions, subject_compat, supersession
 
-
 DISAMBIGUATED_TITLE = 0.5
 
 
@@ -161,7 +160,7 @@ class PreparedScope:
         self.turn_text += [""] * extra
         self.turn_lower += [""] * extra
         self.turn_speaker += [None] * extra
-        self.turn_dates += [[] for _ in range(extra)]
+        self.turn_dates += [[]] * extra  # placeholders; a turn's list is replaced, never mutated
 
     def _forget(self, slot: int) -> None:
         if self.turn_rowid[slot] < 0:
@@ -199,10 +198,10 @@ class PreparedScope:
 
 
     # -- persistence --------------------------------------------------------------------
-    def state(self, half: bool = False) -> tuple[dict[str, np.ndarray], dict]:
+    def state(self, compact: bool = False) -> tuple[dict[str, np.ndarray], dict]:
         """Everything needed to load this scope without re-deriving it (``load_state``);
-        ``half`` keeps vectors as float16."""
-        arrays, facts = self.index.state(half)
+        ``compact`` keeps vectors as int8 (dense.quantize)."""
+        arrays, facts = self.index.state(compact)
         dates = Ragged.from_lists(([d.toordinal() for pair in ranges for d in pair] for ranges in self.turn_dates),
                                   dtype=np.int64)
         arrays["turn_dates_ptr"], arrays["turn_dates"] = dates.flat()
@@ -219,7 +218,7 @@ class PreparedScope:
 
     @classmethod
     def load_state(cls, scope: Scope, tokenize_many, arrays: dict[str, np.ndarray], facts: dict,
-                   traces: dict[int, Trace]) -> "PreparedScope":
+                   traces: dict[int, Trace]) -> PreparedScope:
         index = ScopeIndex.from_state(scope, tokenize_many, arrays, facts, traces)
         prep = cls(index)
         n = index.n_slots
@@ -228,19 +227,26 @@ class PreparedScope:
             trace = index.traces[slot]
             if trace is not None:  # a trace deleted since the snapshot: the next sync clears it
                 prep._set_trace(slot, trace)
-        ptr, days = arrays["turn_dates_ptr"], arrays["turn_dates"].tolist()
+        ptr, days = arrays["turn_dates_ptr"].tolist(), arrays["turn_dates"].tolist()
+        # Most turns carry just their session's date: equal lists are one shared (read-only) list.
+        shared: dict[tuple[int, ...], list[tuple[dt.date, dt.date]]] = {}
         from_ordinal = dt.date.fromordinal
         for slot in range(min(n, len(ptr) - 1)):
-            lo, hi = int(ptr[slot]), int(ptr[slot + 1])
+            lo, hi = ptr[slot], ptr[slot + 1]
             if hi > lo:
-                prep.turn_dates[slot] = [(from_ordinal(days[i]), from_ordinal(days[i + 1])) for i in range(lo, hi, 2)]
+                key = tuple(days[lo:hi])
+                ranges = shared.get(key)
+                if ranges is None:
+                    ranges = shared[key] = [(from_ordinal(key[i]), from_ordinal(key[i + 1]))
+                                            for i in range(0, len(key), 2)]
+                prep.turn_dates[slot] = ranges
         prep.annotations = {int(slot): [TimeSpan(sur, a, b, from_ordinal(f), from_ordinal(la), g)
                                         for sur, a, b, f, la, g in spans]
                             for slot, spans in facts["annotations"].items()}
         prep._assertions = {int(slot): [StateAssertion(*a) for a in found]
                             for slot, found in facts["assertions"].items()}
-        prep._order = {slot: _order_key(index.traces[slot]) for slot in prep._assertions
-                       if index.traces[slot] is not None}
+        prep._order = {slot: _order_key(trace) for slot in prep._assertions
+                       if (trace := index.traces[slot]) is not None}
         prep.hier = Hierarchy.from_state(index, {k[5:]: v for k, v in arrays.items() if k.startswith("hier.")})
         prep.graph = EntityGraph.from_state({k[6:]: v for k, v in arrays.items() if k.startswith("graph.")},
                                             facts["graph"])

@@ -16,7 +16,21 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from typing import Sequence
+from typing import Protocol, Sequence, TypeVar
+
+T_co = TypeVar("T_co", covariant=True)
+
+
+class ByNode(Protocol[T_co]):
+    """Anything indexed by turn node (a list, or a view computing items on demand)."""
+
+    def __getitem__(self, node: int, /) -> T_co: ...
+
+
+class CountLookup(Protocol):
+    """``.get(term, default)`` → a count (a dict, or the index's document frequencies)."""
+
+    def get(self, term: str, default: int = 0, /) -> int: ...
 
 import numpy as np
 
@@ -24,7 +38,7 @@ import numpy as np
 def select_evidence(candidates: dict[int, tuple[float, str]], session: np.ndarray, budget: int, *,
                     diversity: float = 1.0, coverage_gain: float = 0.0,
                     query_weights: dict[str, float] | None = None,
-                    turn_terms: Sequence[frozenset[str]] | None = None) -> list[tuple[int, tuple[float, str]]]:
+                    turn_terms: ByNode[frozenset[str]] | None = None) -> list[tuple[int, tuple[float, str]]]:
     if not 0.0 < diversity <= 1.0:
         raise ValueError(f"diversity must be in (0, 1], got {diversity}")
     if coverage_gain < 0:
@@ -40,7 +54,8 @@ def select_evidence(candidates: dict[int, tuple[float, str]], session: np.ndarra
     # Query terms as bits: a turn's coverage and the still-missing terms are ints, and each
     # set of terms is summed once, in query order (a fixed float order: same input, same picks).
     term_weights = list(weights.values())
-    covers = {node: sum(1 << i for i, t in enumerate(weights) if t in turn_terms[node]) if cover else 0
+    terms_of = turn_terms if turn_terms is not None else {}
+    covers = {node: sum(1 << i for i, t in enumerate(weights) if t in terms_of[node]) if cover else 0
               for node in candidates}
     gain_of: dict[int, float] = {}
     missing = (1 << len(term_weights)) - 1
@@ -73,7 +88,7 @@ def select_evidence(candidates: dict[int, tuple[float, str]], session: np.ndarra
     return out
 
 
-def query_term_weights(query_tokens: Sequence[str], document_frequency: dict[str, int],
+def query_term_weights(query_tokens: Sequence[str], document_frequency: CountLookup,
                        n_docs: int) -> dict[str, float]:
     """BM25's idf of each distinct query term the scope contains, in query order."""
     out: dict[str, float] = {}

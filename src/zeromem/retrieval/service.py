@@ -20,8 +20,8 @@ from ..indexes.scope_index import ScopeIndex, session_batches
 from ..store import validate
 from ..store.fingerprint import check_fingerprint
 from ..types import Evidence, Scope
-from .engine import Engine, SearchResult
 from . import persist
+from .engine import Engine, SearchResult
 from .prepared import PreparedScope
 from .render import RenderedContext, render
 
@@ -109,7 +109,7 @@ class Retriever:
                     return False
                 if stored is not None and prep.changed_since_save < due:
                     return False
-            facts, parts = persist.encode(prep, half=prep.n_live > self.config.large_scope_turns)
+            facts, parts = persist.encode(prep, compact=prep.n_live > self.config.large_scope_turns)
             self.store.save_snapshot(scope, prep.index.version, facts, parts, persist.FORMAT)
             prep.changed_since_save = 0
             return True

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def purge_units_of_trace(conn: sqlite3.Connection, user: str, agent: str, session: str,
@@ -84,7 +84,7 @@ def read_changes(conn: sqlite3.Connection, user: str, agent: str, since: int,
     everything = full
     for start in range(0, len(sessions), 500):
         chunk = sessions[start:start + 500]
-        marks = "" if everything else " AND session IN (%s)" % ",".join("?" * len(chunk))
+        marks = "" if everything else f" AND session IN ({','.join('?' * len(chunk))})"
         args = (user, agent) if everything else (user, agent, *chunk)
         out["traces"] += conn.execute(
             f"SELECT {trace_columns} FROM traces WHERE user_key=? AND agent_key=?{marks}"

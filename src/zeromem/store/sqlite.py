@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import re
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -448,13 +449,20 @@ _COLUMNS = ("rowid_, text, user_key, agent_key, session, has_session, session_ti
             " event_time, recorded_at, seq, source_id, metadata, attachments, version")
 
 
+def _intern(value: str | None) -> str | None:
+    return None if value is None else sys.intern(value)
+
+
 def _row_to_trace(row: tuple) -> Trace:
     (rowid, text, user, agent, session, has_session, session_time, speaker, role, event_time,
      recorded_at, seq, source_id, metadata, attachments, version) = row
+    # Scopes, sessions, speakers, roles and times repeat across rows: one string object each.
+    intern = _intern
     return Trace(
-        id=trace_id(rowid), text=text, user=user or None, agent=agent or None,
-        session=session if has_session else None, session_time=session_time, speaker=speaker,
-        role=role, event_time=event_time, recorded_at=recorded_at, seq=seq, source_id=source_id,
+        id=trace_id(rowid), text=text, user=intern(user) or None, agent=intern(agent) or None,
+        session=intern(session) if has_session else None, session_time=intern(session_time),
+        speaker=intern(speaker), role=intern(role), event_time=intern(event_time),
+        recorded_at=intern(recorded_at), seq=seq, source_id=source_id,
         metadata={} if metadata == "{}" else json.loads(metadata),
         attachments=() if attachments == "[]" else tuple(json.loads(attachments)), version=version)
 

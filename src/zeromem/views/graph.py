@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -39,9 +39,7 @@ PPR_MAX_ITER = 30  # γ = 0.6: the error after 30 steps is below 0.6³⁰ ≈ 2e
 PPR_PUSH_EPSILON = 1e-5
 
 
-_GENERIC_HEADS = frozenset("""day days week weeks month months year years time times thing things
-way ways lot lots bit kind kinds sort one ones stuff people person guy guys morning night evening
-weekend weekends today yesterday tomorrow""".split())
+_GENERIC_HEADS = frozenset(["day", "days", "week", "weeks", "month", "months", "year", "years", "time", "times", "thing", "things", "way", "ways", "lot", "lots", "bit", "kind", "kinds", "sort", "one", "ones", "stuff", "people", "person", "guy", "guys", "morning", "night", "evening", "weekend", "weekends", "today", "yesterday", "tomorrow"])
 
 
 def with_heads(entity: str) -> list[str]:
@@ -137,7 +135,7 @@ class EntityGraph:
         return self._df.view()
 
     @property
-    def unit_entities(self) -> "_EntityLists":
+    def unit_entities(self) -> _EntityLists:
         return _EntityLists(self.edge_ids)
 
     def parts(self) -> tuple[list[sp.csr_matrix], np.ndarray]:
@@ -193,7 +191,7 @@ class EntityGraph:
         return arrays, facts
 
     @classmethod
-    def from_state(cls, arrays: dict[str, np.ndarray], facts: dict) -> "EntityGraph":
+    def from_state(cls, arrays: dict[str, np.ndarray], facts: dict) -> EntityGraph:
         graph = cls()
         graph.entities = list(facts["entities"])
         graph.entity_index = {e: i for i, e in enumerate(graph.entities)}
@@ -263,7 +261,7 @@ class EntityGraph:
             relinked -= touched
             for slot in sorted(relinked):
                 count(_bucket(index.mentions_of(slot), old_alias), -1)
-        for slot in sorted((touched | relinked)):
+        for slot in sorted(touched | relinked):
             if alive[slot]:
                 mentions = index.mentions_of(slot)
                 count(_bucket(mentions, self.alias), +1)

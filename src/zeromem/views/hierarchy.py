@@ -79,7 +79,7 @@ class Hierarchy:
         return out
 
     @classmethod
-    def from_state(cls, index: ScopeIndex, state: dict[str, np.ndarray]) -> "Hierarchy":
+    def from_state(cls, index: ScopeIndex, state: dict[str, np.ndarray]) -> Hierarchy:
         hier = cls(index)
         hier.prev_turn = Growable.wrap(state["prev_turn"], fill=-1)
         hier.next_turn = Growable.wrap(state["next_turn"], fill=-1)
