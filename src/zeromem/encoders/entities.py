@@ -24,6 +24,7 @@ with the tagger for noun phrases; the regex extractors add ~0.1 ms.
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
@@ -126,10 +127,30 @@ def resolve_overlaps(text: str, candidates: Iterable[tuple[int, int, str, int]])
     return mentions
 
 
+def _import_spacy(pipeline: str) -> Any:
+    """``import spacy`` without torch when nothing needs it.
+
+    spaCy's thinc imports torch whenever it is installed (it is: sentence-transformers needs
+    it), which costs ~230 MB of resident memory in every process that extracts entities,
+    although CPU pipelines (sm/md/lg) never call it. Unless torch is loaded already or the
+    pipeline is a transformer one (``*_trf``), torch is hidden while thinc looks for it; a
+    later ``import torch`` (the torch embedding backend) works as usual.
+    """
+    if "spacy" in sys.modules or "torch" in sys.modules or "trf" in pipeline:
+        import spacy
+        return spacy
+    sys.modules["torch"] = None  # type: ignore[assignment]  # makes `import torch` fail
+    try:
+        import spacy
+    finally:
+        del sys.modules["torch"]
+    return spacy
+
+
 def load_pipeline(pipeline: str, *, noun_phrases: bool) -> Any:
     """Load a spaCy pipeline with only NER (and the tagger, for noun phrases) and what feeds them."""
     try:
-        import spacy
+        spacy = _import_spacy(pipeline)
     except ImportError as err:
         raise ModelUnavailable("spaCy is not installed: `pip install 'spacy>=3.7,<3.9'`") from err
     excluded = list(_NEVER_NEEDED) + ([] if noun_phrases else list(_TAGGING_PIPES))
