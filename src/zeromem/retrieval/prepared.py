@@ -103,6 +103,7 @@ class PreparedScope:
         self._grow(n)
         for slot in change.turns_killed + change.turns_set:
             self._forget(slot)
+        self.turn_terms.forget(change.turns_killed + change.turns_set)
         for slot in change.turns_set:
             trace = index.trace_of_slot(slot)
             self._set_trace(slot, trace)
@@ -255,14 +256,28 @@ class PreparedScope:
 
 
 class _TurnTerms:
-    """``turn_terms[slot]``: the distinct index tokens of a turn, from its BM25 document."""
+    """``turn_terms[slot]``: the distinct index tokens of a turn, from its BM25 document
+    (made on first use: a search asks for a few hundred candidates, not every turn)."""
+
+    CACHE = 50_000
 
     def __init__(self, index: ScopeIndex) -> None:
         self._index = index
+        self._cache: dict[int, frozenset[str]] = {}
 
     def __getitem__(self, slot: int) -> frozenset[str]:
-        terms = self._index.vocabulary.terms
-        return frozenset(terms[t] for t in self._index.turns.tokens[slot].tolist())
+        found = self._cache.get(slot)
+        if found is None:
+            terms = self._index.vocabulary.terms
+            found = frozenset(terms[t] for t in self._index.turns.tokens[slot].tolist())
+            if len(self._cache) >= self.CACHE:
+                self._cache.clear()
+            self._cache[slot] = found
+        return found
+
+    def forget(self, slots) -> None:
+        for slot in slots:
+            self._cache.pop(slot, None)
 
 
 class _TermCounts:

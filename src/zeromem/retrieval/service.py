@@ -10,6 +10,7 @@ search and an update of the same scope never interleave, other scopes are not he
 
 from __future__ import annotations
 
+import ctypes
 import datetime as dt
 import threading
 from typing import Any
@@ -77,6 +78,8 @@ class Retriever:
             index.add_entity_vectors({name: _vector(blob) for name, blob in delta["entities"].items()})
             prep.update(index.apply(session_batches(delta)))
             index.version = delta["version"]
+            if delta["full"] or len(delta["sessions"]) > 100:
+                _release_memory()  # a build leaves freed blocks in the heap
             self._prepared[scope.key] = prep
             return prep
 
@@ -91,6 +94,8 @@ class Retriever:
         prep = persist.decode(scope, tokenize_many, facts, parts, traces)
         if prep is not None:
             prep.index.version = version
+        del parts, traces
+        _release_memory()
         return prep
 
     def save(self, scope: Scope, *, force: bool = False) -> bool:
@@ -151,6 +156,15 @@ class Retriever:
                     if trace is not None and trace.attachments:
                         captions[trace.id] = trace.attachments
         return render(evidence, budget_tokens=budget_tokens, captions=captions)
+
+
+def _release_memory() -> None:
+    """Hand freed heap memory back to the OS (glibc's malloc_trim) after building or loading a
+    large index: the build's temporaries otherwise stay in the process's resident size."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
 
 
 def _vector(blob: bytes):
