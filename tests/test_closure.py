@@ -2,32 +2,11 @@
 
 import numpy as np
 import pytest
+from closure_helpers import entity_turns, session_neighbours
 
 from zeromem.retrieval import closure as C
 from zeromem.retrieval.closure import closure_candidates
 from zeromem.views.csr import group_by_row
-
-
-def _entity_turns(ptr, nodes):
-    """``turns_of_entities`` over a CSR (entity → turn nodes) built by the test."""
-    from zeromem.views.csr import row_slices
-
-    def lookup(entities):
-        positions, counts = row_slices(ptr, np.asarray(entities, dtype=np.int64))
-        return nodes[positions], counts
-    return lookup
-
-
-def _neighbours(session):
-    """next/prev turn of each node: the adjacent node when it is in the same session."""
-    session = np.asarray(session)
-    n = len(session)
-    nxt = np.full(n, -1)
-    prev = np.full(n, -1)
-    same = session[1:] == session[:-1]
-    nxt[:-1][same] = np.arange(1, n)[same]
-    prev[1:][same] = np.arange(n - 1)[same]
-    return nxt, prev
 
 
 def _run(primary, scores, session, *, question_like=None, unit_entities=None, titled=None, relevance=None,
@@ -43,8 +22,8 @@ def _run(primary, scores, session, *, question_like=None, unit_entities=None, ti
     return closure_candidates(
         primary, np.asarray(scores, dtype=float), session=np.asarray(session),
         question_like=np.asarray(question_like or [False] * n), unit_entities=unit_entities,
-        entity_df=df, turns_of_entities=_entity_turns(ptr, nodes), next_turn=_neighbours(session)[0],
-            prev_turn=_neighbours(session)[1], neighbours=neighbours, bridges=bridges,
+        entity_df=df, turns_of_entities=entity_turns(ptr, nodes), next_turn=session_neighbours(session)[0],
+            prev_turn=session_neighbours(session)[1], neighbours=neighbours, bridges=bridges,
         titled_turns=titled, relevance=None if relevance is None else np.asarray(relevance, dtype=float))
 
 

@@ -3,31 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+from closure_helpers import entity_turns, session_neighbours
 
 from zeromem.retrieval.closure import BRIDGE_DECAY, closure_candidates
 from zeromem.views.csr import group_by_row
-
-
-def _entity_turns(ptr, nodes):
-    """``turns_of_entities`` over a CSR (entity → turn nodes) built by the test."""
-    from zeromem.views.csr import row_slices
-
-    def lookup(entities):
-        positions, counts = row_slices(ptr, np.asarray(entities, dtype=np.int64))
-        return nodes[positions], counts
-    return lookup
-
-
-def _neighbours(session):
-    """next/prev turn of each node: the adjacent node when it is in the same session."""
-    session = np.asarray(session)
-    n = len(session)
-    nxt = np.full(n, -1)
-    prev = np.full(n, -1)
-    same = session[1:] == session[:-1]
-    nxt[:-1][same] = np.arange(1, n)[same]
-    prev[1:][same] = np.arange(n - 1)[same]
-    return nxt, prev
 
 
 def _reference_bridges(primary, scores, unit_entities, entity_df, limit):
@@ -58,8 +37,8 @@ def test_bridges_match_their_definition_on_random_graphs():
         scores = rng.random(n)
         primary = sorted(rng.choice(n, size=6, replace=False).tolist(), key=lambda i: -scores[i])
         found = closure_candidates(primary, scores, session=np.arange(n), question_like=np.zeros(n, bool),
-                                   unit_entities=unit_entities, entity_df=df, turns_of_entities=_entity_turns(ptr, nodes),
-                                   next_turn=_neighbours(np.arange(n))[0], prev_turn=_neighbours(np.arange(n))[1], neighbours=0, bridges=3)
+                                   unit_entities=unit_entities, entity_df=df, turns_of_entities=entity_turns(ptr, nodes),
+                                   next_turn=session_neighbours(np.arange(n))[0], prev_turn=session_neighbours(np.arange(n))[1], neighbours=0, bridges=3)
         expected = _reference_bridges(set(primary), scores, unit_entities, df, 3)
         assert {node for node, (_, reason) in found.items() if reason.startswith("bridge")} == set(expected)
         for node, sources in expected.items():

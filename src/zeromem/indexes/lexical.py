@@ -76,13 +76,15 @@ class LexicalIndex:
     """BM25 over the documents (token-id arrays) held in slots 0..size-1."""
 
     def __init__(self, docs_tokens: Sequence[Sequence[str]] = (), *, vocabulary: Vocabulary | None = None,
-                 k1: float = K1, b: float = B) -> None:
+                 k1: float = K1, b: float = B, remember_terms: bool = True) -> None:
         self.vocabulary = vocabulary if vocabulary is not None else Vocabulary()
         self.k1, self.b = k1, b
         self._gen = Growable(np.int32)
         self._length = Growable(np.float64)
         self._has_doc = Growable(bool, fill=False)
-        self._terms = Ragged(np.int32)  # each slot's distinct term ids (to undo df)
+        # Each slot's distinct term ids (to undo df on removal). An owner that keeps the
+        # documents itself passes them to ``remove_document`` instead (remember_terms=False).
+        self._terms: Ragged | None = Ragged(np.int32) if remember_terms else None
         self._postings: dict[int, _Postings] = {}
         self._df = Growable(np.int64)  # per term id
         self.n_docs = 0  # documents with at least one token
@@ -102,11 +104,16 @@ class LexicalIndex:
         self._gen.reserve(size)
         self._length.reserve(size)
         self._has_doc.reserve(size)
-        self._terms.reserve(size)
+        if self._terms is not None:
+            self._terms.reserve(size)
 
     def set_document(self, slot: int, term_ids: np.ndarray) -> None:
-        """Put a document (token ids, repeats counted) into ``slot``, replacing what was there."""
-        self.remove_document(slot)
+        """Put a document (token ids, repeats counted) into an empty ``slot`` (or, when the index
+        remembers its documents, replace what was there)."""
+        if self._terms is not None:
+            self.remove_document(slot)
+        elif slot < self.size and self._has_doc[slot]:
+            raise ValueError("slot holds a document: remove_document(slot, its term ids) first")
         self.reserve(slot + 1)
         if len(term_ids) == 0:
             return
@@ -121,16 +128,24 @@ class LexicalIndex:
             postings.gens.append(gen)
             postings.tfs.append(count)
         self._df[terms] += 1
-        self._terms[slot] = terms
+        if self._terms is not None:
+            self._terms[slot] = terms
         self._has_doc[slot] = True
         self._length[slot] = float(len(term_ids))
         self.n_docs += 1
         self.total_length += float(len(term_ids))
 
-    def remove_document(self, slot: int) -> None:
+    def remove_document(self, slot: int, term_ids: np.ndarray | None = None) -> None:
+        """Take a slot's document out; ``term_ids``: the document (required when the index
+        does not remember its documents' terms)."""
         if slot >= self.size or not self._has_doc[slot]:
             return
-        terms = self._terms[slot]
+        if self._terms is not None:
+            terms = self._terms[slot]
+        elif term_ids is None:
+            raise ValueError("remove_document needs the document's term ids (remember_terms=False)")
+        else:
+            terms = np.unique(np.asarray(term_ids, dtype=np.int64)).astype(np.int32)
         self._df[terms.astype(np.int64)] -= 1
         for term in terms.tolist():
             postings = self._postings[term]
@@ -141,7 +156,8 @@ class LexicalIndex:
         self.n_docs -= 1
         self.total_length -= float(self._length[slot])
         self._length[slot] = 0.0
-        self._terms[slot] = ()
+        if self._terms is not None:
+            self._terms[slot] = ()
         self._has_doc[slot] = False
 
     def _compact(self, postings: _Postings) -> None:
@@ -196,9 +212,12 @@ class LexicalIndex:
         def joined(name: str, dtype) -> np.ndarray:
             parts = [getattr(self._postings[t], name).view() for t in terms]
             return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
-        terms_ptr, terms_values = self._terms.flat()
-        return {"gen": self._gen.view(), "length": self._length.view(), "has_doc": self._has_doc.view(),
-                "df": self._df.view(), "terms_ptr": terms_ptr, "terms_values": terms_values,
+        remembered = {}
+        if self._terms is not None:
+            remembered["terms_ptr"], remembered["terms_values"] = self._terms.flat()
+        return remembered | {
+                "gen": self._gen.view(), "length": self._length.view(), "has_doc": self._has_doc.view(),
+                "df": self._df.view(),
                 "post_terms": np.asarray(terms, dtype=np.int64), "post_ptr": ptr,
                 "post_docs": joined("docs", np.int32), "post_gens": joined("gens", np.int32),
                 "post_tfs": joined("tfs", np.float32),
@@ -207,13 +226,14 @@ class LexicalIndex:
 
     @classmethod
     def from_state(cls, state: dict[str, np.ndarray], vocabulary: Vocabulary) -> LexicalIndex:
-        index = cls(vocabulary=vocabulary)
+        index = cls(vocabulary=vocabulary, remember_terms="terms_ptr" in state)
         index._gen = Growable.wrap(state["gen"])
         index._length = Growable.wrap(state["length"])
         index._has_doc = Growable.wrap(state["has_doc"], fill=False)
         index._df = Growable.wrap(state["df"])
-        index._terms = Ragged(np.int32, state["terms_ptr"], state["terms_values"])
-        index._terms.reserve(index._gen.size)
+        if "terms_ptr" in state:
+            index._terms = Ragged(np.int32, state["terms_ptr"], state["terms_values"])
+            index._terms.reserve(index._gen.size)
         ptr = state["post_ptr"]
         docs, gens, tfs = state["post_docs"], state["post_gens"], state["post_tfs"]
         for i, (term, stale) in enumerate(zip(state["post_terms"].tolist(), state["post_stale"].tolist())):

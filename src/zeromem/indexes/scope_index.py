@@ -91,7 +91,7 @@ class Level:
         self.text_hash = Growable("S24", fill=b"")
         self.rowids = Ragged(np.int64)
         self.tokens = Ragged(np.int32)
-        self.lexical = LexicalIndex(vocabulary=vocabulary)
+        self.lexical = LexicalIndex(vocabulary=vocabulary, remember_terms=False)  # tokens are here
         self.dense = DenseIndex()
         self.free: list[int] = []
         # Slots loaded from a persisted index are not reused: their vectors sit in a shared
@@ -136,6 +136,7 @@ class Level:
         self.position[slot] = key[0]
         self.text_hash[slot] = key[1].encode("ascii")
         self.rowids[slot] = rowids
+        self.lexical.remove_document(slot, self.tokens[slot])  # a turn rewritten in place
         self.tokens[slot] = tokens
         self.lexical.set_document(slot, tokens)
         self.dense.set_rows(np.asarray([slot]), None if vector is None else vector[None, :])
@@ -174,9 +175,9 @@ class Level:
         self.session[slot] = -1
         self.position[slot] = -1
         self.text_hash[slot] = b""
+        self.lexical.remove_document(slot, self.tokens[slot])
         self.rowids[slot] = ()
         self.tokens[slot] = ()
-        self.lexical.remove_document(slot)
         self.dense.clear(np.asarray([slot]))
         if reuse and slot >= self.reuse_floor:
             self.free.append(slot)

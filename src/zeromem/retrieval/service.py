@@ -46,6 +46,12 @@ class Retriever:
                 self._engine = Engine(self.config, tokenize, self.encoders.embedder.encode_query)
             return self._engine
 
+    def _load_engine(self) -> None:
+        try:
+            self.engine()
+        except Exception:  # noqa: BLE001 - the search thread loads it again and raises
+            pass
+
     def lock(self, scope: Scope) -> threading.RLock:
         with self._locks_guard:
             return self._locks.setdefault(scope.key, threading.RLock())
@@ -138,6 +144,16 @@ class Retriever:
         allowed = None
         if filters:
             allowed = {int(t.id[1:]) for t in self.store.list(scope, metadata=filters)}
+        loading = None
+        if self._engine is None:
+            # The first search of a process loads the embedder (~0.5 s) while the scope's
+            # index loads: ONNX Runtime builds its session outside the GIL.
+            loading = threading.Thread(target=self._load_engine, name="zeromem-load-embedder", daemon=True)
+            loading.start()
+        with self.lock(scope):
+            prep = self.prepared(scope)
+        if loading is not None:
+            loading.join()
         engine = self.engine()
         with self.lock(scope):
             prep = self.prepared(scope)

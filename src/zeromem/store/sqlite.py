@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import InvalidInput, NotFound, StoreError
 from ..types import HistoryEvent, Scope, Trace
-from . import validate
+from . import derived, validate
 from .base import (
     CleanDraft,
     DerivedUnit,
@@ -37,11 +37,10 @@ from .base import (
     scope_meta_suffix,
     trace_id,
 )
-from . import derived
-from .derived import purge_units_of_trace, read_changes
+from .derived import bump_version, purge_units_of_trace, read_changes
 from .schema import migrate
 
-__all__ = ["SQLiteStore", "TraceStore", "TraceStoreBase", "TraceDraft"]
+__all__ = ["SQLiteStore", "TraceDraft", "TraceStore", "TraceStoreBase"]
 
 __all__ = ["SQLiteStore", "TraceDraft", "TraceStore", "parse_trace_id", "trace_id"]
 
@@ -253,7 +252,7 @@ class SQLiteStore(StoreBase):
                 if drafts:
                     touched.add((user, agent))
             for user, agent in sorted(touched):
-                _bump_version(conn, user, agent)
+                bump_version(conn, user, agent)
         return out
 
     def update(self, tid: str, scope: Scope, *, text: Any = None, metadata: Any = None) -> Trace:
@@ -277,7 +276,7 @@ class SQLiteStore(StoreBase):
                 (rowid, user, agent, "update", _now(), old_text, text_out, old_meta, meta_out))
             _mark_dirty(conn, user, agent, session)
             purge_units_of_trace(conn, user, agent, session, rowid)
-            _bump_version(conn, user, agent)
+            bump_version(conn, user, agent)
         return self.get(tid, scope)
 
     def delete(self, tid: str, scope: Scope) -> None:
@@ -293,7 +292,7 @@ class SQLiteStore(StoreBase):
                 (rowid, user, agent, "delete", _now(), row[0], row[1]))
             _mark_dirty(conn, user, agent, row[2])
             purge_units_of_trace(conn, user, agent, row[2], rowid)
-            _bump_version(conn, user, agent)
+            bump_version(conn, user, agent)
 
     def delete_scope(self, scope: Scope) -> int:
         """Remove every trace, history event, derived row and per-scope fact (the embedder
@@ -308,7 +307,7 @@ class SQLiteStore(StoreBase):
                 conn.execute(f"DELETE FROM {table} WHERE user_key=? AND agent_key=?", (user, agent))
             conn.execute("DELETE FROM store_meta WHERE instr(key, ':') > 0"
                          " AND substr(key, instr(key, ':') + 1) = ?", (suffix,))
-            _bump_version(conn, user, agent, reset=True)
+            bump_version(conn, user, agent, reset=True)
         return count
 
     # -- per-file facts -------------------------------------------------------------------
@@ -479,17 +478,6 @@ def _owned_row(conn: sqlite3.Connection, rowid: int, tid: str, scope: Scope) -> 
 
 def _mark_dirty(conn: sqlite3.Connection, user: str, agent: str, session: str) -> None:
     conn.execute("INSERT OR IGNORE INTO dirty_sessions VALUES (?,?,?)", (user, agent, session))
-
-
-def _bump_version(conn: sqlite3.Connection, user: str, agent: str, *, reset: bool = False) -> None:
-    """One more write to the scope; ``reset`` also marks it a wipe (``reset_version``), after
-    which an in-memory index of the scope must be rebuilt whole."""
-    conn.execute(
-        "INSERT INTO scope_versions (user_key, agent_key, version) VALUES (?,?,1)"
-        " ON CONFLICT(user_key, agent_key) DO UPDATE SET version = version + 1", (user, agent))
-    if reset:
-        conn.execute("UPDATE scope_versions SET reset_version = version"
-                     " WHERE user_key=? AND agent_key=?", (user, agent))
 
 
 def _insert(conn: sqlite3.Connection, drafts: Sequence[CleanDraft], user: str, agent: str,

@@ -111,10 +111,9 @@ class EntityGraph:
         self.entity_capacity = 0
         self.version = 0
         self._base: sp.csr_matrix | None = None
-        self._base_rows = np.zeros(0, dtype=np.int64)
         self._base_degree = np.zeros(0)
         self._owner_ptr = np.zeros(1, dtype=np.int64)  # base entries owned by each turn slot ...
-        self._owner_entries = np.zeros(0, dtype=np.int64)  # ... as positions in the base
+        self._owner_entries = np.zeros(0, dtype=np.int32)  # ... as positions in the base
         self._base_slots = 0
         self._base_entries = 0
         self._dirty: set[int] = set()
@@ -178,7 +177,7 @@ class EntityGraph:
                   "df": self._df.view()}
         if self._base is not None:
             arrays.update({"base_data": self._base.data, "base_indices": self._base.indices,
-                           "base_indptr": self._base.indptr, "base_rows": self._base_rows,
+                           "base_indptr": self._base.indptr,
                            "base_degree": self._base_degree, "owner_ptr": self._owner_ptr,
                            "owner_entries": self._owner_entries,
                            "dirty": np.asarray(sorted(self._dirty), dtype=np.int64),
@@ -213,7 +212,6 @@ class EntityGraph:
             n = graph.turn_capacity + graph.entity_capacity
             graph._base = sp.csr_matrix((arrays["base_data"], arrays["base_indices"], arrays["base_indptr"]),
                                         shape=(n, n), copy=False)
-            graph._base_rows = arrays["base_rows"]
             graph._base_degree = np.array(arrays["base_degree"])
             graph._owner_ptr = arrays["owner_ptr"]
             graph._owner_entries = arrays["owner_entries"]
@@ -426,12 +424,11 @@ class EntityGraph:
         order = np.lexsort((cols, rows))
         indptr = np.searchsorted(rows[order], np.arange(n + 1))
         self._base = sp.csr_matrix((vals[order], cols[order], indptr), shape=(n, n))
-        self._base_rows = rows[order]
         position = np.empty(len(order), dtype=np.int64)
         position[order] = np.arange(len(order))
         by_owner = np.argsort(owner, kind="stable")
         self._owner_ptr = np.searchsorted(owner[by_owner], np.arange(n_t + 1))
-        self._owner_entries = position[by_owner]
+        self._owner_entries = position[by_owner].astype(np.int32)
         self._base_degree = np.bincount(rows, weights=vals, minlength=n)[:n].astype(np.float64)
         self._base_slots = int(alive.sum())
         self._base_entries = len(order)
@@ -450,7 +447,8 @@ class EntityGraph:
             return
         if not self._base.data.flags.writeable:  # loaded from a persisted index
             self._base.data = self._base.data.copy()
-        np.subtract.at(self._base_degree, self._base_rows[positions], self._base.data[positions])
+        rows = np.searchsorted(self._base.indptr, positions, side="right") - 1
+        np.subtract.at(self._base_degree, rows, self._base.data[positions])
         self._base.data[positions] = 0.0
 
 
