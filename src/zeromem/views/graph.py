@@ -11,7 +11,7 @@ reads the stationary mass on the turns.
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -86,7 +86,7 @@ class EntityGraph:
     Two rules make edges depend on scope-wide state: alias links between names (a new mention
     of "Melanie" can make "mel" an alias) and the episode-title rule (a session named after an
     entity that some turn mentions). When either changes for a key, the turns that use the key
-    are re-derived as well.
+    — found through their edges to its old target — are re-derived as well.
     """
 
     DELTA_SHARE = 0.1
@@ -103,7 +103,6 @@ class EntityGraph:
         self.raw_counts: Counter = Counter()  # raw entity key → mentions in live turns
         self.person_counts: Counter = Counter()  # the same for names (alias candidates)
         self.key_counts: Counter = Counter()  # graph key (aliased, with heads) → live mentions
-        self._key_turns: dict[str, set[int]] | None = None  # raw key or head → turn slots (lazy)
         self._titles: dict[str, list[int]] = {}  # normalized session name → session ids
         self._titled_sessions = 0
         self.n_live_turns = 0
@@ -242,7 +241,6 @@ class EntityGraph:
             old = change.old_mentions.get(slot, [])
             self._count_raw(old, -1)
             count(_bucket(old, self.alias), -1)
-            self._index_keys(slot, old, remove=True)
         for slot in sorted(change.turns_set):
             if alive[slot]:
                 self._count_raw(index.mentions_of(slot), +1)
@@ -252,9 +250,12 @@ class EntityGraph:
         relinked: set[int] = set()
         changed = [k for k in set(old_alias) | set(self.alias) if old_alias.get(k) != self.alias.get(k)]
         if changed:
-            key_turns = self._keys_to_turns(index)
+            # A turn whose bucket used a changed key has an edge to that key's old target.
+            targets = {old_alias.get(key, key) for key in changed}
+            ids = [self.entity_index[t] for t in sorted(targets) if t in self.entity_index]
+            if ids:
+                relinked |= set(self.turns_of_entities(ids)[0].tolist())
             for key in changed:
-                relinked |= key_turns.get(key, set())
                 relinked |= self._title_turns(index, key)
             relinked -= touched
             for slot in sorted(relinked):
@@ -263,8 +264,6 @@ class EntityGraph:
             if alive[slot]:
                 mentions = index.mentions_of(slot)
                 count(_bucket(mentions, self.alias), +1)
-                if slot in touched:
-                    self._index_keys(slot, mentions, remove=False)
         edges = touched | relinked
         for sid in change.sessions:
             for slot in index.session_turns[sid]:
@@ -296,33 +295,6 @@ class EntityGraph:
             self.raw_counts[entity] += sign * c
             if label in ALIAS_LABELS:
                 self.person_counts[entity] += sign * c
-
-    def _raw_keys(self, mentions: list[tuple[str, str, int]]) -> set[str]:
-        """Keys whose alias link, if it changed, changes this turn's bucket."""
-        keys: set[str] = set()
-        for entity, _, _ in mentions:
-            keys.add(entity)
-            keys.update(with_heads(entity))
-            keys.update(with_heads(self.alias.get(entity, entity)))
-        return keys
-
-    def _index_keys(self, slot: int, mentions: list[tuple[str, str, int]], *, remove: bool) -> None:
-        if self._key_turns is None:
-            return
-        for key in self._raw_keys(mentions):
-            if remove:
-                self._key_turns.get(key, set()).discard(slot)
-            else:
-                self._key_turns.setdefault(key, set()).add(slot)
-
-    def _keys_to_turns(self, index: ScopeIndex) -> dict[str, set[int]]:
-        """Raw key → turn slots using it; built on the first alias change, then kept."""
-        if self._key_turns is None:
-            self._key_turns = defaultdict(set)
-            for slot in index.turns.live().tolist():
-                for key in self._raw_keys(index.mentions_of(slot)):
-                    self._key_turns[key].add(slot)
-        return self._key_turns
 
     def _title_turns(self, index: ScopeIndex, key: str) -> set[int]:
         """Turns of the sessions whose title is ``key`` (or an alias of it)."""
