@@ -87,8 +87,8 @@ class Level:
         self.name = name
         self.alive = Growable(bool, fill=False)
         self.session = Growable(np.int32, fill=-1)
-        self.position = Growable(np.int64, fill=-1)
-        self.text_hash = Growable("S24", fill=b"")
+        self.position = Growable(np.int32, fill=-1)
+        self.text_hash = Growable("S12", fill=b"")  # the 12-byte digest behind the hex text_hash
         self.rowids = Ragged(np.int64)
         self.tokens = Ragged(np.int32)
         self.lexical = LexicalIndex(vocabulary=vocabulary, remember_terms=False)  # tokens are here
@@ -114,7 +114,7 @@ class Level:
         """What identifies a unit across re-derivations: position, text hash, traces."""
         if not self.alive[slot]:
             return None
-        return (int(self.position[slot]), self.text_hash[slot].decode("ascii"),
+        return (int(self.position[slot]), self.text_hash[slot].ljust(12, b"\0").hex(),
                 tuple(self.rowids[slot].tolist()))
 
     def new_slot(self, reuse: bool) -> int:
@@ -134,7 +134,7 @@ class Level:
         self.alive[slot] = True
         self.session[slot] = session
         self.position[slot] = key[0]
-        self.text_hash[slot] = key[1].encode("ascii")
+        self.text_hash[slot] = bytes.fromhex(key[1])
         self.rowids[slot] = rowids
         self.lexical.remove_document(slot, self.tokens[slot])  # a turn rewritten in place
         self.tokens[slot] = tokens

@@ -21,7 +21,7 @@ import numpy as np
 from ..types import Scope, Trace
 from .prepared import PreparedScope
 
-FORMAT = 4
+FORMAT = 5
 
 
 def encode(prep: PreparedScope, *, compact: bool = False) -> tuple[str, dict[str, bytes]]:
