@@ -51,8 +51,6 @@ def test_a_search_after_delete_never_returns_the_deleted_trace(memory):
         assert ids[4] not in _ids(evidence) and "road bike" not in _texts(evidence)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 9: a scope holding exactly one trace returns "
-                                        "nothing today, even for an exact-match query")
 def test_a_scope_with_one_trace_returns_it_for_a_matching_query(memory):
     tid = memory.add("I moved to Denver last week.", session="s1", speaker="Ana")
     assert tid in _ids(memory.search("Where did Ana move?", k=5))
