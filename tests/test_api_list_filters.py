@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from sample_traces import TWO_SESSIONS
 
 
 @pytest.fixture
 def convo(mem):
-    mem.add_many([
-        {"text": "s2 first", "session": "s2", "session_time": "2 May 2023 10:00"},
-        {"text": "s1 first", "session": "s1", "session_time": "14 March 2023 19:00",
-         "metadata": {"topic": "bread", "n": 1}},
-        {"text": "s1 second", "session": "s1", "session_time": "14 March 2023 19:00",
-         "metadata": {"topic": "city", "n": 2, "flag": True}},
-        {"text": "s2 second", "session": "s2", "session_time": "2 May 2023 10:00",
-         "event_time": "2023-05-03T08:00:00", "metadata": {"topic": "city"}},
-    ])
+    mem.add_many([dict(t) for t in TWO_SESSIONS])
     return mem
 
 

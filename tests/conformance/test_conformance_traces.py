@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from sample_traces import TWO_SESSIONS
 
 from zeromem import InvalidInput, Memory, NotFound, StoreError
 from zeromem.store import TraceDraft, TraceStoreBase, open_store
@@ -113,15 +114,7 @@ def test_an_id_from_another_scope_is_not_found_everywhere(memory):
 
 
 def test_list_filters_by_session_time_and_metadata_with_paging(memory):
-    memory.add_many([
-        {"text": "s2 first", "session": "s2", "session_time": "2 May 2023 10:00"},
-        {"text": "s1 first", "session": "s1", "session_time": "14 March 2023 19:00",
-         "metadata": {"topic": "bread", "n": 1}},
-        {"text": "s1 second", "session": "s1", "session_time": "14 March 2023 19:00",
-         "metadata": {"topic": "city", "n": 2, "flag": True}},
-        {"text": "s2 second", "session": "s2", "session_time": "2 May 2023 10:00",
-         "event_time": "2023-05-03T08:00:00", "metadata": {"topic": "city"}},
-    ])
+    memory.add_many([dict(t) for t in TWO_SESSIONS])
 
     def texts(**kw):
         return [t.text for t in memory.list(**kw)]
