@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..store.base import TraceRows
 from ..types import Scope, Trace
 from .dense import DenseIndex
 from .growable import Growable
@@ -74,6 +75,47 @@ class Change:
     def empty(self) -> bool:
         return not (self.turns_set or self.turns_killed or any(self.units_set.values())
                     or any(self.units_killed.values()))
+
+
+class TraceSlots:
+    """The trace of each turn slot: a ``Trace``, None, or (for an index loaded from a snapshot)
+    a rowid into the ``TraceRows`` read with it, made into a Trace the first time it is asked
+    for — a search needs the traces of its evidence, not of every turn."""
+
+    def __init__(self, size: int = 0, rows: TraceRows | None = None) -> None:
+        self._items: list[Trace | int | None] = [None] * size
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def append(self, trace: Trace | None) -> None:
+        self._items.append(trace)
+
+    def point(self, slot: int, rowid: int) -> None:
+        """The slot's trace is row ``rowid`` of the loaded TraceRows (if it is there)."""
+        self._items[slot] = rowid if self._rows is not None and rowid in self._rows else None
+
+    def fields(self, slot: int) -> tuple | None:
+        """(text, attachments, speaker, session, event_time, session_time, recorded_at)."""
+        item = self._items[slot]
+        if isinstance(item, int):
+            assert self._rows is not None
+            return self._rows.fields(item)
+        if item is None:
+            return None
+        return (item.text, item.attachments, item.speaker, item.session, item.event_time,
+                item.session_time, item.recorded_at)
+
+    def __getitem__(self, slot: int) -> Trace | None:
+        item = self._items[slot]
+        if isinstance(item, int):
+            assert self._rows is not None
+            item = self._items[slot] = self._rows.trace(item)
+        return item
+
+    def __setitem__(self, slot: int, trace: Trace | None) -> None:
+        self._items[slot] = trace
 
 
 class Level:
@@ -199,7 +241,7 @@ class ScopeIndex:
         self.session_turns: list[list[int]] = []  # per session: turn slots in conversation order
         self.episode_of_session = Growable(np.int64, fill=-1)
         self.slot_of_rowid: dict[int, int] = {}
-        self.traces: list[Trace | None] = []  # per turn slot
+        self.traces = TraceSlots()  # per turn slot
         # Entity mentions per turn slot: (entity, label) ids into ``names``, and counts.
         self.names = Vocabulary()
         self.mention_entity = Ragged(np.int32)
@@ -265,7 +307,7 @@ class ScopeIndex:
 
     @classmethod
     def from_state(cls, scope: Scope, tokenize_many: Callable[[Sequence[str]], list[list[str]]],
-                   arrays: dict[str, np.ndarray], facts: dict, traces: dict[int, Trace]) -> ScopeIndex:
+                   arrays: dict[str, np.ndarray], facts: dict, traces: TraceRows) -> ScopeIndex:
         index = cls(scope, tokenize_many)
         index.version = int(facts["version"])
         index.reset_version = int(facts["reset_version"])
@@ -297,12 +339,12 @@ class ScopeIndex:
         firsts = np.full(turns_level.size, -1, dtype=np.int64)
         has = np.diff(rowids_ptr)[:turns_level.size] > 0
         firsts[:len(has)][has] = rowids[rowids_ptr[:-1][has]]
-        index.traces = [None] * turns_level.size
+        index.traces = TraceSlots(turns_level.size, traces)
         index.slot_of_rowid = {}
         for slot in np.flatnonzero(alive).tolist():
             rowid = int(firsts[slot])
             index.slot_of_rowid[rowid] = slot
-            index.traces[slot] = traces.get(rowid)
+            index.traces.point(slot, rowid)
         return index
 
     # -- writes -------------------------------------------------------------------------

@@ -12,7 +12,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..encoders.timexpr import NUMBER_WORDS, parse_absolute, parse_anchor, resolve_relative
+from ..encoders.timexpr import (
+    NUMBER_WORDS,
+    parse_absolute,
+    parse_anchor,
+    resolve_relative,
+)
 from ..types import Evidence
 from .profile import answer_type
 

@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..types import Scope, Trace
+from ..store.base import TraceRows
+from ..types import Scope
 from .prepared import PreparedScope
 
 FORMAT = 5
@@ -37,7 +38,7 @@ def encode(prep: PreparedScope, *, compact: bool = False) -> tuple[str, dict[str
 
 
 def decode(scope: Scope, tokenize_many: Callable[[Sequence[str]], list[list[str]]], facts: str,
-           parts: dict[str, bytes], traces: dict[int, Trace]) -> PreparedScope | None:
+           parts: dict[str, bytes], traces: TraceRows) -> PreparedScope | None:
     """The stored index, or None if it was written in a format this version cannot read."""
     loaded = json.loads(facts)
     if loaded.get("format") != FORMAT:

@@ -13,6 +13,7 @@ from ..encoders.timexpr import TimeSpan, parse_anchor, resolve_relative
 from ..indexes.ragged import Ragged
 from ..indexes.scope_index import Change, ScopeIndex
 from ..indexes.units import LEVELS
+from ..store.base import TraceRows
 from ..types import Scope, Trace
 from ..views.graph import EntityGraph, normalize_title
 from ..views.hierarchy import Hierarchy
@@ -121,15 +122,20 @@ class PreparedScope:
         self._after_update(change)
 
     def _set_trace(self, slot: int, trace: Trace) -> None:
+        self._set_fields(slot, int(trace.id[1:]), (trace.text, trace.attachments, trace.speaker, trace.session,
+                                                    trace.event_time, trace.session_time, trace.recorded_at))
+
+    def _set_fields(self, slot: int, rowid: int, fields: tuple) -> None:
         """The per-turn facts that are read straight off the trace."""
-        self.turn_rowid[slot] = int(trace.id[1:])
-        self.turn_text[slot] = trace.text
-        self.turn_lower[slot] = " ".join([trace.text, *trace.attachments]).lower()  # captions count
-        self.turn_speaker[slot] = trace.speaker
-        self.question_like[slot] = trace.text.rstrip().endswith("?")
-        self.turn_session_name[slot] = trace.session
-        self.turn_time[slot] = trace.event_time or trace.session_time or trace.recorded_at
-        self._speaker_counts[trace.speaker] += 1
+        text, attachments, speaker, session, event_time, session_time, recorded_at = fields
+        self.turn_rowid[slot] = rowid
+        self.turn_text[slot] = text
+        self.turn_lower[slot] = " ".join([text, *attachments]).lower()  # captions count
+        self.turn_speaker[slot] = speaker
+        self.question_like[slot] = text.rstrip().endswith("?")
+        self.turn_session_name[slot] = session
+        self.turn_time[slot] = event_time or session_time or recorded_at
+        self._speaker_counts[speaker] += 1
 
     def _after_update(self, change: Change) -> None:
         index = self.index
@@ -219,15 +225,16 @@ class PreparedScope:
 
     @classmethod
     def load_state(cls, scope: Scope, tokenize_many, arrays: dict[str, np.ndarray], facts: dict,
-                   traces: dict[int, Trace]) -> PreparedScope:
+                   traces: TraceRows) -> PreparedScope:
         index = ScopeIndex.from_state(scope, tokenize_many, arrays, facts, traces)
         prep = cls(index)
         n = index.n_slots
         prep._grow(n)
+        firsts = index.turns.rowids
         for slot in index.turns.live().tolist():
-            trace = index.traces[slot]
-            if trace is not None:  # a trace deleted since the snapshot: the next sync clears it
-                prep._set_trace(slot, trace)
+            fields = index.traces.fields(slot)
+            if fields is not None:  # a trace deleted since the snapshot: the next sync clears it
+                prep._set_fields(slot, int(firsts[slot][0]), fields)
         ptr, days = arrays["turn_dates_ptr"].tolist(), arrays["turn_dates"].tolist()
         # Most turns carry just their session's date: equal lists are one shared (read-only) list.
         shared: dict[tuple[int, ...], list[tuple[dt.date, dt.date]]] = {}

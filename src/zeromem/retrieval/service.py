@@ -10,6 +10,7 @@ search and an update of the same scope never interleave, other scopes are not he
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import datetime as dt
 import threading
@@ -25,7 +26,6 @@ from . import persist
 from .engine import Engine, SearchResult
 from .prepared import PreparedScope
 from .render import RenderedContext, render
-
 
 TRIM_EVERY = 50  # updates between returning freed heap memory to the OS (~0.3 ms each)
 
@@ -51,10 +51,9 @@ class Retriever:
             return self._engine
 
     def _load_engine(self) -> None:
-        try:
+        # A failure (no model installed) is raised by the search thread's own engine() call.
+        with contextlib.suppress(Exception):
             self.engine()
-        except Exception:  # noqa: BLE001 - the search thread loads it again and raises
-            pass
 
     def lock(self, scope: Scope) -> threading.RLock:
         with self._locks_guard:

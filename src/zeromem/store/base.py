@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -301,6 +301,33 @@ def scope_meta_suffix(scope: Scope) -> str:
     return json.dumps(list(scope_key(scope)), ensure_ascii=False, separators=(",", ":"))
 
 
+class TraceRows:
+    """A scope's traces as read in one go, by rowid, made into ``Trace`` objects only when one
+    is asked for: opening a 100k-trace scope needs a few fields of every turn (``fields``) but
+    whole traces only for the evidence it returns (``trace``)."""
+
+    def __init__(self, rows: dict[int, Any], to_trace: Callable[[Any], Trace],
+                 to_fields: Callable[[Any], tuple]) -> None:
+        self._rows = rows
+        self._to_trace = to_trace
+        self._to_fields = to_fields
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, rowid: object) -> bool:
+        return rowid in self._rows
+
+    def trace(self, rowid: int) -> Trace | None:
+        row = self._rows.get(rowid)
+        return None if row is None else self._to_trace(row)
+
+    def fields(self, rowid: int) -> tuple | None:
+        """(text, attachments, speaker, session, event_time, session_time, recorded_at)."""
+        row = self._rows.get(rowid)
+        return None if row is None else self._to_fields(row)
+
+
 @dataclass(slots=True)
 class DerivedUnit:
     """One derived unit as a backend stores it (indexes/units.py makes them)."""
@@ -367,9 +394,9 @@ class DerivedStoreBase(ABC):
 
     @abstractmethod
     def load_snapshot(self, scope: Scope, format: int = 1
-                      ) -> tuple[int, str, dict[str, bytes], dict[int, Trace]] | None:
-        """(version, facts, parts, traces by rowid) in one read, or None if there is none of
-        this ``format`` or a wipe made it useless."""
+                      ) -> tuple[int, str, dict[str, bytes], TraceRows] | None:
+        """(version, facts, parts, the scope's traces) in one read, or None if there is none
+        of this ``format`` or a wipe made it useless."""
 
     @abstractmethod
     def snapshot_version(self, scope: Scope, format: int = 1) -> int | None:

@@ -28,6 +28,7 @@ from .base import (
     DerivedUnit,
     StoreBase,
     TraceDraft,
+    TraceRows,
     TraceStoreBase,
     check_meta_key,
     check_meta_value,
@@ -197,7 +198,7 @@ class SQLiteStore(StoreBase):
                          (user, agent, version, format, facts.encode("utf-8")))
 
     def load_snapshot(self, scope: Scope, format: int = 1
-                      ) -> tuple[int, str, dict[str, bytes], dict[int, Trace]] | None:
+                      ) -> tuple[int, str, dict[str, bytes], TraceRows] | None:
         """The scope's persisted index — (version, facts, parts, every trace by rowid) — read
         in one transaction, or None if there is none or a wipe made it useless."""
         user, agent = scope_key(scope)
@@ -221,7 +222,7 @@ class SQLiteStore(StoreBase):
                     self.conn.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"read failed on {self.path}: {exc}") from None
-        traces = {row[0]: _row_to_trace(row) for row in rows}
+        traces = TraceRows({row[0]: row for row in rows}, _row_to_trace, _row_fields)
         return int(head[0]), bytes(head[1]).decode("utf-8"), parts, traces
 
     def snapshot_version(self, scope: Scope, format: int = 1) -> int | None:
@@ -452,6 +453,13 @@ def _intern(value: str | None) -> str | None:
     return None if value is None else sys.intern(value)
 
 
+def _row_fields(row: tuple) -> tuple:
+    """What an index needs of every turn, without building a Trace (see TraceRows.fields)."""
+    attachments = row[14]
+    return (row[1], () if attachments == "[]" else tuple(json.loads(attachments)), row[7],
+            row[4] if row[5] else None, row[9], row[6], row[10])
+
+
 def _row_to_trace(row: tuple) -> Trace:
     (rowid, text, user, agent, session, has_session, session_time, speaker, role, event_time,
      recorded_at, seq, source_id, metadata, attachments, version) = row
@@ -460,8 +468,8 @@ def _row_to_trace(row: tuple) -> Trace:
     return Trace(
         id=trace_id(rowid), text=text, user=intern(user) or None, agent=intern(agent) or None,
         session=intern(session) if has_session else None, session_time=intern(session_time),
-        speaker=intern(speaker), role=intern(role), event_time=intern(event_time),
-        recorded_at=intern(recorded_at), seq=seq, source_id=source_id,
+        speaker=intern(speaker), role=sys.intern(role), event_time=intern(event_time),
+        recorded_at=sys.intern(recorded_at), seq=seq, source_id=source_id,
         metadata={} if metadata == "{}" else json.loads(metadata),
         attachments=() if attachments == "[]" else tuple(json.loads(attachments)), version=version)
 
