@@ -21,7 +21,7 @@ from ..config import RetrievalConfig
 from ..types import Evidence, Provenance
 from ..views.graph import align_entities, normalize_title, query_ngrams
 from ..views.hierarchy import hierarchy_scores
-from .calibrate import no_answer_score, subject_compat, time_compat
+from .calibrate import no_answer_score, time_compat
 from .closure import closure_candidates
 from .fuse import fuse, normalize_live, top_indices
 from .prepared import PreparedScope
@@ -120,9 +120,7 @@ class Engine:
             # A question about two participants ("What do Joanna and Nate share?") has no
             # single subject whose turns should lead.
             subject = profile.subject if len(profile.mentioned_speakers) < 2 else None
-            if subject not in prep.subject_cache:
-                prep.subject_cache[subject] = subject_compat(prep.turn_speaker, prep.turn_lower, subject)
-            compat = prep.subject_cache[subject]
+            compat = prep.subject_compat(subject)
             compat = compat * time_compat(prep.turn_dates, profile.temporal_cues, scores.nodes)
         # A turn that asks rather than states is rarely evidence (DMF's query_like signal): on
         # the shared LoCoMo conversations 13 % of turns ending in "?" are cited, 29 % of others.

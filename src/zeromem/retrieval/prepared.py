@@ -10,9 +10,9 @@ from functools import lru_cache
 import numpy as np
 
 from ..encoders.timexpr import TimeSpan, parse_anchor, resolve_relative
+from ..indexes.growable import Growable
 from ..indexes.ragged import Ragged
 from ..indexes.scope_index import Change, ScopeIndex
-from ..indexes.units import LEVELS
 from ..store.base import TraceRows
 from ..types import Scope, Trace
 from ..views.graph import EntityGraph, normalize_title
@@ -36,10 +36,11 @@ class PreparedScope:
         self.index = index
         self.graph = EntityGraph()
         self.hier = Hierarchy(index)
-        self.turn_rowid = np.zeros(0, dtype=np.int64)
-        self.question_like = np.zeros(0, dtype=bool)
-        self.turn_session_name = np.zeros(0, dtype=object)
-        self.turn_time = np.zeros(0, dtype=object)
+        # Per turn slot, grown in place as slots are added (views below).
+        self._rowid = Growable(np.int64, fill=-1)
+        self._question_like = Growable(bool, fill=False)
+        self._session_name = Growable(object, fill=None)  # each turn's session (for filters)
+        self._time = Growable(object, fill="")  # ISO time: event, else session, else recorded
         self.turn_text: list[str] = []
         self.turn_lower: list[str] = []  # text plus attachment captions, lower-cased once
         self.turn_speaker: list[str | None] = []
@@ -47,7 +48,7 @@ class PreparedScope:
         self.turn_terms = _TurnTerms(index)  # distinct index tokens per turn (query coverage)
         self.annotations: dict[int, list[TimeSpan]] = {}  # resolved relative expressions per turn
         self.term_df = _TermCounts(index)  # live turns containing each token
-        self.subject_cache: dict[str | None, np.ndarray] = {}
+        self._subject_compat: dict[str | None, Growable] = {}
         self._speaker_counts: Counter = Counter()
         self._assertions: dict[int, list] = {}
         self._order: dict[int, tuple] = {}
@@ -68,6 +69,31 @@ class PreparedScope:
     @property
     def n_live(self) -> int:
         return self.index.n_live_turns
+
+    @property
+    def turn_rowid(self) -> np.ndarray:
+        return self._rowid.view()
+
+    @property
+    def question_like(self) -> np.ndarray:
+        return self._question_like.view()
+
+    @property
+    def turn_session_name(self) -> np.ndarray:
+        return self._session_name.view()
+
+    @property
+    def turn_time(self) -> np.ndarray:
+        return self._time.view()
+
+    def subject_compat(self, subject: str | None) -> np.ndarray:
+        """``calibrate.subject_compat`` of every turn for ``subject``: computed once per subject,
+        then kept up to date for the turns each update changes."""
+        cached = self._subject_compat.get(subject)
+        if cached is None:
+            cached = self._subject_compat[subject] = Growable.wrap(
+                subject_compat(self.turn_speaker, self.turn_lower, subject), fill=1.0)
+        return cached.view()
 
     @property
     def speakers(self) -> list[str]:
@@ -128,13 +154,13 @@ class PreparedScope:
     def _set_fields(self, slot: int, rowid: int, fields: tuple) -> None:
         """The per-turn facts that are read straight off the trace."""
         text, attachments, speaker, session, event_time, session_time, recorded_at = fields
-        self.turn_rowid[slot] = rowid
+        self._rowid[slot] = rowid
         self.turn_text[slot] = text
         self.turn_lower[slot] = " ".join([text, *attachments]).lower()  # captions count
         self.turn_speaker[slot] = speaker
-        self.question_like[slot] = text.rstrip().endswith("?")
-        self.turn_session_name[slot] = session
-        self.turn_time[slot] = event_time or session_time or recorded_at
+        self._question_like[slot] = text.rstrip().endswith("?")
+        self._session_name[slot] = session
+        self._time[slot] = event_time or session_time or recorded_at
         self._speaker_counts[speaker] += 1
 
     def _after_update(self, change: Change) -> None:
@@ -145,13 +171,11 @@ class PreparedScope:
         self._superseded = None
         self._titles = None
         changed = np.asarray(sorted(set(change.turns_set) | set(change.turns_killed)), dtype=np.int64)
-        for subject, cached in list(self.subject_cache.items()):
-            grown = np.ones(n)
-            grown[:len(cached)] = cached
+        for subject, cached in self._subject_compat.items():
+            cached.reserve(n)
             if len(changed):
-                grown[changed] = subject_compat([self.turn_speaker[i] for i in changed.tolist()],
-                                                [self.turn_lower[i] for i in changed.tolist()], subject)
-            self.subject_cache[subject] = grown
+                cached[changed] = subject_compat([self.turn_speaker[i] for i in changed.tolist()],
+                                                 [self.turn_lower[i] for i in changed.tolist()], subject)
         self.changed_since_save += len(changed)
         self.version += 1
 
@@ -160,10 +184,8 @@ class PreparedScope:
         if n <= old:
             return
         extra = n - old
-        self.turn_rowid = np.concatenate([self.turn_rowid, np.full(extra, -1, dtype=np.int64)])
-        self.question_like = np.concatenate([self.question_like, np.zeros(extra, dtype=bool)])
-        self.turn_session_name = np.concatenate([self.turn_session_name, np.full(extra, None, dtype=object)])
-        self.turn_time = np.concatenate([self.turn_time, np.full(extra, "", dtype=object)])
+        for array in (self._rowid, self._question_like, self._session_name, self._time):
+            array.reserve(n)
         self.turn_text += [""] * extra
         self.turn_lower += [""] * extra
         self.turn_speaker += [None] * extra
@@ -173,13 +195,13 @@ class PreparedScope:
         if self.turn_rowid[slot] < 0:
             return
         self._speaker_counts[self.turn_speaker[slot]] -= 1
-        self.turn_rowid[slot] = -1
+        self._rowid[slot] = -1
         self.turn_text[slot] = ""
         self.turn_lower[slot] = ""
         self.turn_speaker[slot] = None
-        self.question_like[slot] = False
-        self.turn_session_name[slot] = None
-        self.turn_time[slot] = ""
+        self._question_like[slot] = False
+        self._session_name[slot] = None
+        self._time[slot] = ""
         self.turn_dates[slot] = []
         self.annotations.pop(slot, None)
         self._assertions.pop(slot, None)
@@ -202,7 +224,6 @@ class PreparedScope:
                     titled.setdefault(j, []).extend(index.session_turns[sid])
             self._titles = (self.version, titles, strength, titled)
         return self._titles
-
 
     # -- persistence --------------------------------------------------------------------
     def state(self, compact: bool = False) -> tuple[dict[str, np.ndarray], dict]:
@@ -300,17 +321,6 @@ class _TermCounts:
 def _order_key(trace: Trace) -> tuple:
     """Which of two state assertions is newer: time, then order in the session, then id."""
     return (trace.event_time or trace.session_time or trace.recorded_at, trace.seq, int(trace.id[1:]))
-
-
-def prepare(index: ScopeIndex) -> PreparedScope:
-    """A PreparedScope holding everything ``index`` holds now."""
-    prep = PreparedScope(index)
-    everything = Change(turns_set=[int(s) for s in index.turns.live()],
-                        units_set={lvl: [int(s) for s in index.levels[lvl].live()] for lvl in LEVELS if lvl != "turn"},
-                        units_killed={lvl: [] for lvl in LEVELS if lvl != "turn"},
-                        sessions=set(range(len(index.sessions))))
-    prep.update(everything)
-    return prep
 
 
 @lru_cache(maxsize=65536)
