@@ -5,13 +5,18 @@ from __future__ import annotations
 import numpy as np
 
 
-def entity_turns(ptr, nodes):
-    """``turns_of_entities`` over a CSR (entity → turn nodes) built by the test."""
-    from zeromem.views.csr import row_slices
+def entity_turns(unit_entities):
+    """``turns_of_entities`` for turns given as lists of entity ids: each entity's turns,
+    ascending, entity by entity, and how many each has."""
+    holders = {}
+    for node, entities in enumerate(unit_entities):
+        for entity in entities:
+            holders.setdefault(entity, []).append(node)
 
     def lookup(entities):
-        positions, counts = row_slices(ptr, np.asarray(entities, dtype=np.int64))
-        return nodes[positions], counts
+        found = [holders.get(int(e), []) for e in entities]
+        nodes = np.asarray([node for turns in found for node in turns], dtype=np.int64)
+        return nodes, np.asarray([len(turns) for turns in found], dtype=np.int64)
     return lookup
 
 

@@ -6,7 +6,6 @@ from closure_helpers import entity_turns, session_neighbours
 
 from zeromem.retrieval import closure as C
 from zeromem.retrieval.closure import closure_candidates
-from zeromem.views.csr import group_by_row
 
 
 def _run(primary, scores, session, *, question_like=None, unit_entities=None, titled=None, relevance=None,
@@ -14,16 +13,13 @@ def _run(primary, scores, session, *, question_like=None, unit_entities=None, ti
     n = len(scores)
     unit_entities = unit_entities or [[] for _ in range(n)]
     n_entities = 1 + max((e for es in unit_entities for e in es), default=0)
-    mention_entity = [e for es in unit_entities for e in es]
-    mention_node = [node for node, es in enumerate(unit_entities) for _ in es]
-    ptr, nodes = group_by_row(np.array(mention_entity, dtype=np.int64), np.array(mention_node, dtype=np.int64),
-                              n_entities)
-    df = np.bincount(mention_entity, minlength=n_entities).astype(float)
+    df = np.bincount([e for es in unit_entities for e in es], minlength=n_entities).astype(float)
+    next_turn, prev_turn = session_neighbours(session)
     return closure_candidates(
         primary, np.asarray(scores, dtype=float), session=np.asarray(session),
         question_like=np.asarray(question_like or [False] * n), unit_entities=unit_entities,
-        entity_df=df, turns_of_entities=entity_turns(ptr, nodes), next_turn=session_neighbours(session)[0],
-            prev_turn=session_neighbours(session)[1], neighbours=neighbours, bridges=bridges,
+        entity_df=df, turns_of_entities=entity_turns(unit_entities), next_turn=next_turn,
+        prev_turn=prev_turn, neighbours=neighbours, bridges=bridges,
         titled_turns=titled, relevance=None if relevance is None else np.asarray(relevance, dtype=float))
 
 

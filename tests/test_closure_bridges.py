@@ -6,7 +6,6 @@ import numpy as np
 from closure_helpers import entity_turns, session_neighbours
 
 from zeromem.retrieval.closure import BRIDGE_DECAY, closure_candidates
-from zeromem.views.csr import group_by_row
 
 
 def _reference_bridges(primary, scores, unit_entities, entity_df, limit):
@@ -31,14 +30,12 @@ def test_bridges_match_their_definition_on_random_graphs():
         n, n_e = 120, 40
         unit_entities = [sorted(set(rng.integers(0, n_e, size=rng.integers(0, 4)).tolist())) for _ in range(n)]
         df = np.bincount([e for ents in unit_entities for e in ents], minlength=n_e).astype(float)
-        mention_entity = [e for ents in unit_entities for e in ents]
-        mention_node = [node for node, ents in enumerate(unit_entities) for _ in ents]
-        ptr, nodes = group_by_row(np.array(mention_entity), np.array(mention_node), n_e)
+        nxt, prev = session_neighbours(np.arange(n))
         scores = rng.random(n)
         primary = sorted(rng.choice(n, size=6, replace=False).tolist(), key=lambda i: -scores[i])
         found = closure_candidates(primary, scores, session=np.arange(n), question_like=np.zeros(n, bool),
-                                   unit_entities=unit_entities, entity_df=df, turns_of_entities=entity_turns(ptr, nodes),
-                                   next_turn=session_neighbours(np.arange(n))[0], prev_turn=session_neighbours(np.arange(n))[1], neighbours=0, bridges=3)
+                                   unit_entities=unit_entities, entity_df=df, turns_of_entities=entity_turns(unit_entities),
+                                   next_turn=nxt, prev_turn=prev, neighbours=0, bridges=3)
         expected = _reference_bridges(set(primary), scores, unit_entities, df, 3)
         assert {node for node, (_, reason) in found.items() if reason.startswith("bridge")} == set(expected)
         for node, sources in expected.items():

@@ -75,10 +75,8 @@ class RowStore:
         if size > self.size:
             self.extra.reserve(size - len(self.base))
 
-    def get(self, rows: np.ndarray | slice) -> np.ndarray:
-        """float32 rows (``rows``: indices, or a slice of the base+extra order)."""
-        if isinstance(rows, slice):
-            rows = np.arange(self.size)[rows]
+    def get(self, rows: np.ndarray) -> np.ndarray:
+        """float32 copies of the given rows."""
         rows = np.asarray(rows, dtype=np.int64)
         n0 = len(self.base)
         if rows.size and rows.max() < n0:
@@ -106,11 +104,7 @@ class RowStore:
         low = rows < n0
         if low.any():
             picked = rows[low]
-            if self.scale is None:
-                out[low] = np.einsum("ij,j->i", self.base[picked], q, dtype=np.float32, casting="unsafe")
-            else:
-                out[low] = np.einsum("ij,j->i", self.base[picked], q, dtype=np.float32,
-                                     casting="unsafe") * self.scale[picked]
+            out[low] = self._base_dot(self.base[picked], None if self.scale is None else self.scale[picked], q)
         if (~low).any():
             out[~low] = np.einsum("ij,j->i", self.extra.view()[rows[~low] - n0], q)
         return out
@@ -119,16 +113,18 @@ class RowStore:
         """``row · q`` for every row, in order."""
         parts = []
         n0 = len(self.base)
-        if n0:
-            for start in range(0, n0, 65_536):
-                block = self.base[start:start + 65_536]
-                found = np.einsum("ij,j->i", block, q, dtype=np.float32, casting="unsafe")
-                if self.scale is not None:
-                    found = found * self.scale[start:start + 65_536]
-                parts.append(found)
+        for start in range(0, n0, 65_536):
+            block = slice(start, start + 65_536)  # slices of the base: no gathered copy
+            parts.append(self._base_dot(self.base[block], None if self.scale is None else self.scale[block], q))
         if self.extra.size:
             parts.append(np.einsum("ij,j->i", self.extra.view(), q))
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+
+    @staticmethod
+    def _base_dot(rows: np.ndarray, scale: np.ndarray | None, q: np.ndarray) -> np.ndarray:
+        """``row · q`` of base rows (float32, or int8 times their ``scale``)."""
+        found = np.einsum("ij,j->i", rows, q, dtype=np.float32, casting="unsafe")
+        return found if scale is None else found * scale
 
     def set(self, rows: np.ndarray, values: np.ndarray) -> None:
         rows = np.asarray(rows, dtype=np.int64)
@@ -156,7 +152,7 @@ def quantize(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class DenseIndex:
-    """A cosine index over rows (slots); cleared slots are zero rows and never match."""
+    """A cosine index over rows (slots); a cleared slot is dead and never matches."""
 
     def __init__(self, vectors: np.ndarray | None = None, *, ann_threshold: int = ANN_THRESHOLD,
                  dim: int | None = None) -> None:
@@ -244,7 +240,7 @@ class DenseIndex:
         norm = float(np.linalg.norm(q))
         return q / norm if norm > 0 else q
 
-    def _rows_f32(self, rows: np.ndarray | slice) -> np.ndarray:
+    def _rows_f32(self, rows: np.ndarray) -> np.ndarray:
         """Rows as float32 (a large scope's persisted index keeps int8 rows)."""
         if self._rows is None:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -39,9 +39,9 @@ B = 0.75
 class Vocabulary:
     """Token ↔ id, shared by the levels of one scope (ids are never reused)."""
 
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
-        self.terms: list[str] = []
+    def __init__(self, terms: Sequence[str] = ()) -> None:
+        self.terms: list[str] = list(terms)
+        self.ids: dict[str, int] = {t: i for i, t in enumerate(self.terms)}
 
     def __len__(self) -> int:
         return len(self.terms)

@@ -71,11 +71,6 @@ class Change:
     # (entity, label, count) mentions that changed turns had before this change
     old_mentions: dict[int, list[tuple[str, str, int]]] = field(default_factory=dict)
 
-    @property
-    def empty(self) -> bool:
-        return not (self.turns_set or self.turns_killed or any(self.units_set.values())
-                    or any(self.units_killed.values()))
-
 
 class TraceSlots:
     """The trace of each turn slot: a ``Trace``, None, or (for an index loaded from a snapshot)
@@ -232,7 +227,6 @@ class ScopeIndex:
     def __init__(self, scope: Scope, tokenize_many: Callable[[Sequence[str]], list[list[str]]]) -> None:
         self.scope = scope
         self.version = 0
-        self.reset_version = 0
         self.tokenize_many = tokenize_many
         self.vocabulary = Vocabulary()
         self.levels = {name: Level(name, self.vocabulary) for name in LEVELS}
@@ -300,7 +294,7 @@ class ScopeIndex:
         for name in ("mention_entity", "mention_label", "mention_count"):
             ptr, values = getattr(self, name).flat()
             arrays[f"{name}_ptr"], arrays[name] = ptr, values
-        facts = {"version": self.version, "reset_version": self.reset_version, "sessions": self.sessions,
+        facts = {"version": self.version, "sessions": self.sessions,
                  "terms": self.vocabulary.terms, "names": self.names.terms,
                  "entity_names": self.entity_names}
         return arrays, facts
@@ -310,11 +304,8 @@ class ScopeIndex:
                    arrays: dict[str, np.ndarray], facts: dict, traces: TraceRows) -> ScopeIndex:
         index = cls(scope, tokenize_many)
         index.version = int(facts["version"])
-        index.reset_version = int(facts["reset_version"])
-        index.vocabulary.terms = list(facts["terms"])
-        index.vocabulary.ids = {t: i for i, t in enumerate(index.vocabulary.terms)}
-        index.names.terms = list(facts["names"])
-        index.names.ids = {t: i for i, t in enumerate(index.names.terms)}
+        index.vocabulary = Vocabulary(facts["terms"])
+        index.names = Vocabulary(facts["names"])
         for name in LEVELS:
             index.levels[name] = Level.from_state(
                 name, index.vocabulary, {k[len(name) + 1:]: v for k, v in arrays.items() if k.startswith(name + ".")})

@@ -22,7 +22,7 @@ from ..store.base import TraceRows
 from ..types import Scope
 from .prepared import PreparedScope
 
-FORMAT = 5
+FORMAT = 6
 
 
 def encode(prep: PreparedScope, *, compact: bool = False) -> tuple[str, dict[str, bytes]]:

@@ -134,11 +134,6 @@ class Retriever:
         for key in list(self._prepared):
             self.save(Scope(key[0] or None, key[1] or None))
 
-    def forget(self, scope: Scope) -> None:
-        """Drop the scope's in-memory index (the next search builds it again)."""
-        with self.lock(scope):
-            self._prepared.pop(scope.key, None)
-
     def search(self, scope: Scope, query: Any, *, k: int, session: str | None, as_of: Any,
                filters: dict[str, Any] | None) -> SearchResult:
         query = validate.clean_text(query, field="query", max_chars=10_000)

@@ -6,15 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 
-def group_by_row(rows: np.ndarray, items: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(ptr, items)`` with row ``r``'s items at ``items[ptr[r]:ptr[r + 1]]``, in their
-    original order within a row."""
-    rows = np.asarray(rows, dtype=np.int64)
-    order = np.argsort(rows, kind="stable")
-    ptr = np.searchsorted(rows[order], np.arange(n_rows + 1))
-    return ptr, np.asarray(items, dtype=np.int64)[order]
-
-
 def row_slices(ptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Positions of every item of the given rows (row by row), and how many each row has."""
     rows = np.asarray(rows, dtype=np.int64)

@@ -114,7 +114,6 @@ class EntityGraph:
         self._owner_ptr = np.zeros(1, dtype=np.int64)  # base entries owned by each turn slot ...
         self._owner_entries = np.zeros(0, dtype=np.int32)  # ... as positions in the base
         self._base_slots = 0
-        self._base_entries = 0
         self._dirty: set[int] = set()
         self._cache: tuple | None = None
 
@@ -181,7 +180,7 @@ class EntityGraph:
                            "owner_entries": self._owner_entries,
                            "dirty": np.asarray(sorted(self._dirty), dtype=np.int64),
                            "base_shape": np.asarray([self.turn_capacity, self.entity_capacity,
-                                                     self._base_slots, self._base_entries], dtype=np.int64)})
+                                                     self._base_slots], dtype=np.int64)})
         facts = {"entities": self.entities, "alias": self.alias, "n_live_turns": self.n_live_turns,
                  "raw_counts": {k: v for k, v in self.raw_counts.items() if v},
                  "person_counts": {k: v for k, v in self.person_counts.items() if v},
@@ -206,8 +205,7 @@ class EntityGraph:
         graph.edge_ids.reserve(graph.alive.size)
         graph.edge_weights.reserve(graph.alive.size)
         if "base_data" in arrays:
-            graph.turn_capacity, graph.entity_capacity, graph._base_slots, graph._base_entries = (
-                int(x) for x in arrays["base_shape"])
+            graph.turn_capacity, graph.entity_capacity, graph._base_slots = (int(x) for x in arrays["base_shape"])
             n = graph.turn_capacity + graph.entity_capacity
             graph._base = sp.csr_matrix((arrays["base_data"], arrays["base_indices"], arrays["base_indptr"]),
                                         shape=(n, n), copy=False)
@@ -403,7 +401,6 @@ class EntityGraph:
         self._owner_entries = position[by_owner].astype(np.int32)
         self._base_degree = np.bincount(rows, weights=vals, minlength=n)[:n].astype(np.float64)
         self._base_slots = int(alive.sum())
-        self._base_entries = len(order)
         self._dirty = set()
         self._cache = None
         if len(self._df) < self.entity_capacity:
