@@ -192,8 +192,7 @@ class Memory:
     def _persist(self, scope: Scope) -> None:
         """After bulk indexing: build the in-memory index of a large scope and persist it, so
         the first search (in this process or the next) does not derive it again."""
-        if self.store.scope_version(scope) and self.stats(user=scope.user, agent=scope.agent)["traces"] \
-                >= self.config.retrieval.snapshot_min_turns:
+        if self.store.count(scope) >= max(1, self.config.retrieval.snapshot_min_turns):
             self.retriever.prepared(scope)
             self.retriever.save(scope)
 

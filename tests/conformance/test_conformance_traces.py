@@ -144,6 +144,8 @@ def test_stats_count_this_scope_or_all(memory):
     everything = memory.stats(all_scopes=True)
     assert (everything["traces"], everything["scopes"]) == (3, 2)
     assert everything["history_events"] == {"add": 3, "update": 1}
+    assert memory.store.count(memory.scope) == 2
+    assert memory.store.count(Scope("other", None)) == 1
 
 
 @pytest.mark.parametrize("call, error, words", [

@@ -215,6 +215,10 @@ class TraceStoreBase(ABC):
         """A counter that goes up with every write to ``scope`` (0 for a scope never written)."""
 
     @abstractmethod
+    def count(self, scope: Scope) -> int:
+        """How many traces ``scope`` holds (cheap: ``stats`` does much more)."""
+
+    @abstractmethod
     def scopes(self) -> list[Scope]:
         """Every scope that holds at least one trace, sorted by (user, agent)."""
 

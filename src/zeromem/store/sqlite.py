@@ -405,6 +405,9 @@ class SQLiteStore(StoreBase):
         return [HistoryEvent(tid, ev, at, old, new, _load(om), _load(nm))
                 for ev, at, old, new, om, nm in rows]
 
+    def count(self, scope: Scope) -> int:
+        return self.read("SELECT COUNT(*) FROM traces WHERE user_key=? AND agent_key=?", scope_key(scope))[0][0]
+
     def scope_version(self, scope: Scope) -> int:
         rows = self.read("SELECT version FROM scope_versions WHERE user_key=? AND agent_key=?",
                          scope_key(scope))
