@@ -21,12 +21,12 @@ from ..encoders.aliases import link_aliases
 from ..indexes.growable import Growable
 from ..indexes.ragged import Ragged
 from ..indexes.scope_index import Change, ScopeIndex
+from .adjacency import BaseDeltaAdjacency
 from .ppr import personalized_pagerank, push_pagerank
 
 # Only names take aliases ("mel" → "melanie"); a noun phrase is no nickname.
 ALIAS_LABELS = frozenset({"PERSON", "NAME"})
 
-ADJACENCY_WEIGHT = 0.3
 DENSE_ALIGN_MIN_COS = 0.55
 DENSE_ALIGN_TOP = 5
 MAX_NGRAM = 4
@@ -39,7 +39,9 @@ PPR_MAX_ITER = 30  # γ = 0.6: the error after 30 steps is below 0.6³⁰ ≈ 2e
 PPR_PUSH_EPSILON = 1e-5
 
 
-_GENERIC_HEADS = frozenset(["day", "days", "week", "weeks", "month", "months", "year", "years", "time", "times", "thing", "things", "way", "ways", "lot", "lots", "bit", "kind", "kinds", "sort", "one", "ones", "stuff", "people", "person", "guy", "guys", "morning", "night", "evening", "weekend", "weekends", "today", "yesterday", "tomorrow"])
+_GENERIC_HEADS = frozenset("""day days week weeks month months year years time times thing things
+way ways lot lots bit kind kinds sort one ones stuff people person guy guys morning night evening
+weekend weekends today yesterday tomorrow""".split())  # noqa: SIM905 - a word list reads best as words
 
 
 def with_heads(entity: str) -> list[str]:
@@ -75,12 +77,9 @@ def edge_weights(counts: dict[str, int]) -> dict[str, float]:
 class EntityGraph:
     """The unit–entity graph of one scope, changed turn by turn (``update``).
 
-    Nodes: turn slot ``t`` is node ``t``; entity ``j`` is node ``turn_capacity + j``. The
-    symmetric adjacency ``A`` is an immutable CSR *base* plus a small *delta*: a turn whose
-    edges changed ("dirty") has its entries in the base zeroed and its current edges in the
-    delta, rebuilt per version from the dirty turns only; degrees are kept per node. When the
-    delta outgrows ``DELTA_SHARE`` of the base, or a capacity is reached, the base is rebuilt
-    from every turn's edges (amortized O(1) per write).
+    This class decides which edges each turn slot has; ``adjacency`` (adjacency.py) stores them
+    for PageRank as a CSR base plus a delta. Node ``t`` is turn slot ``t``; entity ``j`` is node
+    ``turn_capacity + j``.
 
     A turn owns its edges to entities and its adjacency edge to the next turn of its session.
     Two rules make edges depend on scope-wide state: alias links between names (a new mention
@@ -88,8 +87,6 @@ class EntityGraph:
     entity that some turn mentions). When either changes for a key, the turns that use the key
     — found through their edges to its old target — are re-derived as well.
     """
-
-    DELTA_SHARE = 0.1
 
     def __init__(self) -> None:
         self.entities: list[str] = []
@@ -106,16 +103,8 @@ class EntityGraph:
         self._titles: dict[str, list[int]] = {}  # normalized session name → session ids
         self._titled_sessions = 0
         self.n_live_turns = 0
-        self.turn_capacity = 0
-        self.entity_capacity = 0
         self.version = 0
-        self._base: sp.csr_matrix | None = None
-        self._base_degree = np.zeros(0)
-        self._owner_ptr = np.zeros(1, dtype=np.int64)  # base entries owned by each turn slot ...
-        self._owner_entries = np.zeros(0, dtype=np.int32)  # ... as positions in the base
-        self._base_slots = 0
-        self._dirty: set[int] = set()
-        self._cache: tuple | None = None
+        self.adjacency = BaseDeltaAdjacency(self)
 
     # -- reads --------------------------------------------------------------------------
     @property
@@ -124,8 +113,12 @@ class EntityGraph:
         return self.alive.size
 
     @property
+    def turn_capacity(self) -> int:
+        return self.adjacency.turn_capacity
+
+    @property
     def n_nodes(self) -> int:
-        return self.turn_capacity + self.entity_capacity
+        return self.adjacency.n_nodes
 
     @property
     def entity_df(self) -> np.ndarray:
@@ -137,18 +130,7 @@ class EntityGraph:
 
     def parts(self) -> tuple[list[sp.csr_matrix], np.ndarray]:
         """The adjacency as [base, delta] CSR matrices (n_nodes²) and every node's degree."""
-        self._ensure_base()
-        assert self._base is not None
-        if self._cache is None or self._cache[0] != self.version:
-            rows, cols, vals = self._owned_entries(np.asarray(sorted(self._dirty), dtype=np.int64))
-            n = self.n_nodes
-            degree = self._base_degree.copy()
-            parts = [self._base]
-            if len(vals):
-                parts.append(sp.csr_matrix((vals, (rows, cols)), shape=(n, n)))
-                degree += np.bincount(rows, weights=vals, minlength=n)[:n]
-            self._cache = (self.version, parts, degree)
-        return self._cache[1], self._cache[2]
+        return self.adjacency.parts(self.version)
 
     def turns_of_entities(self, entity_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """(turn slots, count per entity): each entity's live turns, ascending, entity by entity."""
@@ -172,15 +154,7 @@ class EntityGraph:
         w_ptr, weights = self.edge_weights.flat()
         arrays = {"edge_ids_ptr": ids_ptr, "edge_ids": ids, "edge_weights_ptr": w_ptr,
                   "edge_weights": weights, "next_turn": self.next_turn.view(), "alive": self.alive.view(),
-                  "df": self._df.view()}
-        if self._base is not None:
-            arrays.update({"base_data": self._base.data, "base_indices": self._base.indices,
-                           "base_indptr": self._base.indptr,
-                           "base_degree": self._base_degree, "owner_ptr": self._owner_ptr,
-                           "owner_entries": self._owner_entries,
-                           "dirty": np.asarray(sorted(self._dirty), dtype=np.int64),
-                           "base_shape": np.asarray([self.turn_capacity, self.entity_capacity,
-                                                     self._base_slots], dtype=np.int64)})
+                  "df": self._df.view(), **self.adjacency.state()}
         facts = {"entities": self.entities, "alias": self.alias, "n_live_turns": self.n_live_turns,
                  "raw_counts": {k: v for k, v in self.raw_counts.items() if v},
                  "person_counts": {k: v for k, v in self.person_counts.items() if v},
@@ -204,15 +178,7 @@ class EntityGraph:
         graph._df = Growable.wrap(arrays["df"])
         graph.edge_ids.reserve(graph.alive.size)
         graph.edge_weights.reserve(graph.alive.size)
-        if "base_data" in arrays:
-            graph.turn_capacity, graph.entity_capacity, graph._base_slots = (int(x) for x in arrays["base_shape"])
-            n = graph.turn_capacity + graph.entity_capacity
-            graph._base = sp.csr_matrix((arrays["base_data"], arrays["base_indices"], arrays["base_indptr"]),
-                                        shape=(n, n), copy=False)
-            graph._base_degree = np.array(arrays["base_degree"])
-            graph._owner_ptr = arrays["owner_ptr"]
-            graph._owner_entries = arrays["owner_entries"]
-            graph._dirty = set(arrays["dirty"].tolist())
+        graph.adjacency.load(arrays)
         return graph
 
     # -- writes -------------------------------------------------------------------------
@@ -278,15 +244,7 @@ class EntityGraph:
             self._set_edges(index, slot, bool(alive[slot]))
         self.n_live_turns = index.n_live_turns
         self.version += 1
-        if self._base is None:
-            return
-        if (n > self.turn_capacity or len(self.entities) > self.entity_capacity
-                or len(self._dirty | edges) > self.DELTA_SHARE * max(self._base_slots, 1000)):
-            self._base = None  # rebuilt on the next read
-            return
-        for slot in edges - self._dirty:
-            self._mask_in_base(slot)
-        self._dirty |= edges
+        self.adjacency.changed(edges)
 
     def _count_raw(self, mentions: list[tuple[str, str, int]], sign: int) -> None:
         for entity, label, c in mentions:
@@ -331,95 +289,13 @@ class EntityGraph:
             if j is None:
                 j = self.entity_index[entity] = len(self.entities)
                 self.entities.append(entity)
-                df.append(0.0)
+                df.reserve(j + 1)
             ids.append(j)
         self.edge_ids[slot] = ids
         self.edge_weights[slot] = [w for _, w in weights]
         self.alive[slot] = True
         if ids:
             np.add.at(df.view(), np.asarray(ids, dtype=np.int64), 1.0)
-
-    def _owned_entries(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(rows, cols, weights) of the entries the given turn slots own, both directions."""
-        offset = self.turn_capacity
-        parts_r, parts_c, parts_v = [], [], []
-        for slot in slots.tolist():
-            ids = self.edge_ids[slot]
-            if not self.alive[slot]:
-                continue
-            w = self.edge_weights[slot]
-            ents = offset + ids
-            nxt = int(self.next_turn[slot])
-            r = [np.full(len(ids), slot), ents]
-            c = [ents, np.full(len(ids), slot)]
-            v = [w, w]
-            if nxt >= 0 and self.alive[nxt]:
-                r.append(np.asarray([slot, nxt]))
-                c.append(np.asarray([nxt, slot]))
-                v.append(np.asarray([ADJACENCY_WEIGHT, ADJACENCY_WEIGHT]))
-            parts_r += r
-            parts_c += c
-            parts_v += v
-        if not parts_v:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-        return (np.concatenate(parts_r).astype(np.int64), np.concatenate(parts_c).astype(np.int64),
-                np.concatenate(parts_v).astype(np.float64))
-
-    def _ensure_base(self) -> None:
-        """Build the base from every turn's edges, vectorized (no per-turn Python)."""
-        if self._base is not None:
-            return
-        n_t = self.n_turns
-        self.turn_capacity = max(64, 2 * n_t)
-        self.entity_capacity = max(64, 2 * len(self.entities))
-        ptr, ids = self.edge_ids.flat()
-        _, weights = self.edge_weights.flat()
-        counts = np.diff(ptr)[:n_t] if len(ptr) > 1 else np.zeros(0, dtype=np.int64)
-        counts = np.concatenate([counts, np.zeros(n_t - len(counts), dtype=np.int64)])
-        owner_e = np.repeat(np.arange(n_t), counts)
-        ents = self.turn_capacity + ids[:int(counts.sum())]
-        w = weights[:int(counts.sum())]
-        nxt = self.next_turn.view()[:n_t]
-        alive = self.alive.view()[:n_t]
-        has_next = (nxt >= 0) & alive
-        has_next[has_next] = alive[nxt[has_next]]
-        src = np.flatnonzero(has_next)
-        dst = nxt[src]
-        adj = np.full(len(src), ADJACENCY_WEIGHT)
-        rows = np.concatenate([owner_e, ents, src, dst])
-        cols = np.concatenate([ents, owner_e, dst, src])
-        vals = np.concatenate([w, w, adj, adj])
-        owner = np.concatenate([owner_e, owner_e, src, src])
-        n = self.n_nodes
-        order = np.lexsort((cols, rows))
-        indptr = np.searchsorted(rows[order], np.arange(n + 1))
-        self._base = sp.csr_matrix((vals[order], cols[order], indptr), shape=(n, n))
-        position = np.empty(len(order), dtype=np.int64)
-        position[order] = np.arange(len(order))
-        by_owner = np.argsort(owner, kind="stable")
-        self._owner_ptr = np.searchsorted(owner[by_owner], np.arange(n_t + 1))
-        self._owner_entries = position[by_owner].astype(np.int32)
-        self._base_degree = np.bincount(rows, weights=vals, minlength=n)[:n].astype(np.float64)
-        self._base_slots = int(alive.sum())
-        self._dirty = set()
-        self._cache = None
-        if len(self._df) < self.entity_capacity:
-            self._df.reserve(self.entity_capacity)
-
-    def _mask_in_base(self, slot: int) -> None:
-        """Zero a turn's entries in the base: its current edges live in the delta from now on."""
-        assert self._base is not None
-        if slot + 1 >= len(self._owner_ptr):
-            return
-        positions = self._owner_entries[self._owner_ptr[slot]:self._owner_ptr[slot + 1]]
-        if not len(positions):
-            return
-        if not self._base.data.flags.writeable:  # loaded from a persisted index
-            self._base.data = self._base.data.copy()
-        rows = np.searchsorted(self._base.indptr, positions, side="right") - 1
-        np.subtract.at(self._base_degree, rows, self._base.data[positions])
-        self._base.data[positions] = 0.0
-
 
 class _EntityLists:
     """``unit_entities[slot]``: a turn's entity ids as a list (read-only view of the graph)."""
