@@ -19,6 +19,7 @@ from .retrieval.engine import SearchResult
 from .retrieval.render import RenderedContext
 from .retrieval.service import Retriever
 from .store import TraceDraft, open_store
+from .store.base import parse_trace_id
 from .types import Evidence, HistoryEvent, Scope, Trace
 
 _UNSET: Any = object()
@@ -159,14 +160,14 @@ class Memory:
 
 
     # -- derived indexes ----------------------------------------------------------------
-    def _derive(self, scope: Scope) -> None:
+    def _derive(self, scope: Scope, *, force: bool = False) -> None:
         """After a committed write: derive what it touched (``Config.index_on_write``).
 
         The write is already stored; a failure here (no model installed, a crash in an
         encoder) must not look like a failed write, so it is logged and the sessions stay
         marked dirty: the next ``index()`` or ``search()`` derives them, or says what is wrong.
         """
-        if not self.config.index_on_write:
+        if not (self.config.index_on_write or force):
             return
         try:
             self.indexer.refresh(scope)
@@ -245,6 +246,31 @@ class Memory:
             return Answer(raw, reply, None, context)
         calibrated = calibrate_answer(raw, query, list(context.evidence))
         return Answer(calibrated.text, reply, calibrated, context)
+
+    # -- browsing (the inspector, MCP resources) ------------------------------------------
+    def sessions(self, *, user: str | None = _UNSET,
+                 agent: str | None = _UNSET) -> builtins.list[dict[str, Any]]:
+        """The scope's sessions in conversation order: name, trace count, first and last time."""
+        return self.store.sessions(self._scope(user, agent))
+
+    def neighbourhood(self, trace_id: str, *, limit: int = 20, user: str | None = _UNSET,
+                      agent: str | None = _UNSET) -> dict[str, Any]:
+        """A trace's place in the entity–context graph: the entities its turn mentions (with
+        how many turns of the scope mention each) and up to ``limit`` other traces that share
+        an entity with it, most shared first. Derives the trace's session first if needed."""
+        scope = self._scope(user, agent)
+        trace = self.store.get(trace_id, scope)
+        if self.store.dirty_sessions(scope):
+            self._derive(scope, force=True)
+        entities, neighbours = self.store.trace_entities(scope, parse_trace_id(trace_id), limit)
+        others = self.store.get_rowids([rowid for rowid, _ in neighbours])
+        return {
+            "trace": trace,
+            "entities": [{"entity": e, "label": label, "surface": surface, "count": count, "turns": df}
+                         for e, label, surface, count, df in entities],
+            "neighbours": [{"trace": others[rowid], "shared": shared}
+                           for rowid, shared in neighbours if rowid in others],
+        }
 
 
 def _to_draft(item: Any, index: int) -> TraceDraft:

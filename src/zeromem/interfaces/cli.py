@@ -322,8 +322,9 @@ def main() -> None:
     app()
 
 
-# Registers search, reindex and demo on ``app``; imported last because it imports ``app``.
-from . import cli_retrieval  # noqa: E402,F401
+# Register more commands on ``app``; imported last because they import ``app``:
+# search, reindex, demo (cli_retrieval); serve, keys (cli_service); mcp (cli_mcp).
+from . import cli_mcp, cli_retrieval, cli_service  # noqa: E402,F401
 
 
 

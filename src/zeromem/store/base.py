@@ -29,6 +29,7 @@ from typing import Any, Self
 from ..errors import InvalidInput, NotFound
 from ..types import HistoryEvent, Scope, Trace
 from . import validate
+from .keys import ApiKey
 
 _ID_RE = re.compile(r"^t(\d{1,18})$")
 
@@ -231,6 +232,28 @@ class TraceStoreBase(ABC):
         ``last_time`` and ``units`` ({level: derived units}).
         """
 
+    @abstractmethod
+    def sessions(self, scope: Scope) -> list[dict[str, Any]]:
+        """The sessions of ``scope`` in conversation order, each ``{"session", "traces",
+        "first_time", "last_time"}`` (times as for ``list``'s filters)."""
+
+    # -- API keys of the service (store/keys.py) ------------------------------------------
+    @abstractmethod
+    def add_api_key(self, key_id: str, key_hash: str, scope: Scope, label: str | None) -> ApiKey:
+        """Store a new key's hash bound to ``scope``; InvalidInput if the id or hash exists."""
+
+    @abstractmethod
+    def api_key_by_hash(self, key_hash: str) -> ApiKey | None:
+        """The key with this hash, revoked or not; None when there is none."""
+
+    @abstractmethod
+    def api_keys(self) -> list[ApiKey]:
+        """Every key (revoked ones too), oldest first."""
+
+    @abstractmethod
+    def revoke_api_key(self, key_id: str) -> ApiKey:
+        """Mark a key revoked (it stays listed); NotFound for an unknown id."""
+
     # -- per-file facts (store_meta) -------------------------------------------------------
     @abstractmethod
     def get_meta(self, key: str) -> str | None:
@@ -378,6 +401,14 @@ class DerivedStoreBase(ABC):
         """In one transaction: if the session's traces are still ``expected`` ((rowid, version)
         in conversation order), replace its derived rows, add the entity vectors its mentions
         need, clear its dirty mark and log the change; else change nothing, return False."""
+
+    @abstractmethod
+    def trace_entities(self, scope: Scope, rowid: int, limit: int = 20
+                       ) -> tuple[list[tuple[str, str, str, int, int]], list[tuple[int, list[str]]]]:
+        """The trace's place in the entity graph: its turn's mentions ``(entity, label,
+        surface, count, turns of the scope mentioning it)`` and up to ``limit`` other turns
+        sharing an entity ``(rowid, shared entities)``, most shared first (rowid breaks ties).
+        Empty until the trace's session is derived."""
 
     @abstractmethod
     def add_encoder_timings(self, seconds: dict[str, float], items: dict[str, int]) -> None:

@@ -223,3 +223,28 @@ def add_encoder_timings(conn: sqlite3.Connection, seconds: dict[str, float], ite
         conn.execute("INSERT INTO encoder_timings VALUES (?,?,?) ON CONFLICT(encoder) DO UPDATE SET"
                      " seconds = seconds + excluded.seconds, items = items + excluded.items",
                      (encoder, spent, items.get(encoder, 0)))
+
+
+def trace_entities(conn: sqlite3.Connection, user: str, agent: str, rowid: int, limit: int
+                   ) -> tuple[list[tuple[str, str, str, int, int]], list[tuple[int, list[str]]]]:
+    mentions = conn.execute(
+        "SELECT m.entity, m.label, m.surface, m.count FROM units u JOIN unit_mentions m ON m.unit_id = u.id"
+        " WHERE u.user_key=? AND u.agent_key=? AND u.level='turn' AND u.trace_rowids=? ORDER BY m.entity",
+        (user, agent, json.dumps([rowid]))).fetchall()
+    if not mentions:
+        return [], []
+    names = [m[0] for m in mentions]
+    marks = ",".join("?" * len(names))
+    shared: dict[int, list[str]] = {}
+    df: dict[str, int] = dict.fromkeys(names, 0)
+    for rowids, entity in conn.execute(
+            "SELECT u.trace_rowids, m.entity FROM unit_mentions m JOIN units u ON u.id = m.unit_id"
+            f" WHERE u.user_key=? AND u.agent_key=? AND u.level='turn' AND m.entity IN ({marks})",
+            (user, agent, *names)):
+        df[entity] += 1
+        other = json.loads(rowids)[0]
+        if other != rowid:
+            shared.setdefault(other, []).append(entity)
+    ranked = sorted(shared.items(), key=lambda item: (-len(item[1]), item[0]))[:max(0, limit)]
+    return ([(e, label, surface, count, df[e]) for e, label, surface, count in mentions],
+            [(other, sorted(entities)) for other, entities in ranked])

@@ -156,6 +156,19 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (user_key, agent_key, name)
     )
     """,
+    # v6: API keys of the memory service (store/keys.py): only a hash of each key is kept,
+    # with the one scope it may read and write. Revoked keys stay listed.
+    """
+    CREATE TABLE api_keys (
+        key_id TEXT PRIMARY KEY,
+        key_hash TEXT NOT NULL UNIQUE,
+        user_key TEXT NOT NULL,
+        agent_key TEXT NOT NULL,
+        label TEXT,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+    )
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -39,6 +39,7 @@ from .base import (
     trace_id,
 )
 from .derived import bump_version, purge_units_of_trace, read_changes
+from .keys import ApiKey, check_key_id
 from .schema import migrate
 
 __all__ = ["SQLiteStore", "TraceDraft", "TraceStore", "TraceStoreBase"]
@@ -164,6 +165,14 @@ class SQLiteStore(StoreBase):
         user, agent = scope_key(scope)
         with self.transaction() as conn:
             return derived.commit_session(conn, user, agent, session, expected, units, entity_vectors)
+
+    def trace_entities(self, scope: Scope, rowid: int, limit: int = 20
+                       ) -> tuple[builtins.list[tuple[str, str, str, int, int]],
+                                  builtins.list[tuple[int, builtins.list[str]]]]:
+        user, agent = scope_key(scope)
+        with self._lock:
+            self._check_open()
+            return derived.trace_entities(self.conn, user, agent, rowid, limit)
 
     def add_encoder_timings(self, seconds: dict[str, float], items: dict[str, int]) -> None:
         with self.transaction() as conn:
@@ -405,6 +414,47 @@ class SQLiteStore(StoreBase):
         return [HistoryEvent(tid, ev, at, old, new, _load(om), _load(nm))
                 for ev, at, old, new, om, nm in rows]
 
+    def sessions(self, scope: Scope) -> builtins.list[dict[str, Any]]:
+        time_expr = "COALESCE(event_time, session_time, recorded_at)"
+        rows = self.read(
+            f"SELECT session, MAX(has_session), COUNT(*), MIN({time_expr}), MAX({time_expr}),"
+            " MIN(session_time IS NULL), MIN(session_time) FROM traces"
+            " WHERE user_key=? AND agent_key=? GROUP BY session ORDER BY 6, 7, 1", scope_key(scope))
+        return [{"session": name if has else None, "traces": n, "first_time": first, "last_time": last}
+                for name, has, n, first, last, _, _ in rows]
+
+    def add_api_key(self, key_id: str, key_hash: str, scope: Scope, label: str | None) -> ApiKey:
+        user, agent = scope_key(scope)
+        key_id = check_key_id(key_id)
+        label = validate.clean_optional_str(label, "label")
+        created = _now()
+        with self.transaction() as conn:
+            clash = conn.execute("SELECT 1 FROM api_keys WHERE key_id=? OR key_hash=?",
+                                 (key_id, key_hash)).fetchone()
+            if clash:
+                raise InvalidInput(f"an API key with id {key_id} already exists; make a new key")
+            conn.execute("INSERT INTO api_keys (key_id, key_hash, user_key, agent_key, label, created_at)"
+                         " VALUES (?, ?, ?, ?, ?, ?)", (key_id, key_hash, user, agent, label, created))
+        return ApiKey(key_id, scope, label, created)
+
+    def api_key_by_hash(self, key_hash: str) -> ApiKey | None:
+        rows = self.read(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_hash=?", (key_hash,))
+        return _row_to_key(rows[0]) if rows else None
+
+    def api_keys(self) -> builtins.list[ApiKey]:
+        return [_row_to_key(row) for row in
+                self.read(f"SELECT {_KEY_COLUMNS} FROM api_keys ORDER BY created_at, key_id")]
+
+    def revoke_api_key(self, key_id: str) -> ApiKey:
+        key_id = check_key_id(key_id)
+        with self.transaction() as conn:
+            conn.execute("UPDATE api_keys SET revoked_at=? WHERE key_id=? AND revoked_at IS NULL",
+                         (_now(), key_id))
+            row = conn.execute(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_id=?", (key_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no API key with id {key_id!r}: see `zeromem keys list`")
+        return _row_to_key(row)
+
     def count(self, scope: Scope) -> int:
         return self.read("SELECT COUNT(*) FROM traces WHERE user_key=? AND agent_key=?", scope_key(scope))[0][0]
 
@@ -450,6 +500,14 @@ TraceStore = SQLiteStore  # the name before backends existed; existing imports k
 
 _COLUMNS = ("rowid_, text, user_key, agent_key, session, has_session, session_time, speaker, role,"
             " event_time, recorded_at, seq, source_id, metadata, attachments, version")
+
+
+_KEY_COLUMNS = "key_id, user_key, agent_key, label, created_at, revoked_at"
+
+
+def _row_to_key(row: tuple) -> ApiKey:
+    key_id, user, agent, label, created, revoked = row
+    return ApiKey(key_id, Scope(user or None, agent or None), label, created, revoked)
 
 
 def _intern(value: str | None) -> str | None:

@@ -1,0 +1,120 @@
+"""``zeromem serve`` (the REST server and web inspector) and ``zeromem keys`` (its API keys)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import InvalidInput
+from ..store.keys import new_api_key
+from ..types import Scope
+from .cli import AgentOption, DbOption, JsonOption, UserOption, app, friendly, open_memory, print_json
+
+keys_app = typer.Typer(help="API keys of `zeromem serve`: each key reads and writes one scope.",
+                       no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+
+
+@app.command()
+@friendly
+def serve(
+    db: DbOption = None,
+    host: Annotated[str, typer.Option(help="address to bind; keep 127.0.0.1 and put a TLS proxy in front")]
+        = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8420,
+    no_auth: Annotated[bool, typer.Option(
+        "--no-auth", help="no API keys: every request uses --user/--agent (single local user only)")] = False,
+    user: UserOption = None, agent: AgentOption = None,
+    max_body_mb: Annotated[float, typer.Option("--max-body-mb", help="largest request body accepted")] = 16.0,
+    reader_url: Annotated[Optional[str], typer.Option(
+        "--reader-url", help="OpenAI-compatible API root for /v1/answer, e.g. http://localhost:8000/v1")] = None,
+    reader_model: Annotated[Optional[str], typer.Option("--reader-model", help="model name for the reader")] = None,
+    workers_threads: Annotated[int, typer.Option(
+        "--threads", help="worker threads for requests (FastAPI's pool)")] = 40,
+    log_level: Annotated[str, typer.Option("--log-level")] = "warning",
+) -> None:
+    """Serve the memory over HTTP: REST API at /v1 (OpenAPI docs at /docs), inspector at /."""
+    import anyio.to_thread
+    import uvicorn
+
+    from .server import ServerSettings, create_app
+
+    if no_auth and host not in ("127.0.0.1", "localhost", "::1"):
+        raise InvalidInput("--no-auth serves anyone who can connect: only with --host 127.0.0.1")
+    if (reader_url is None) != (reader_model is None):
+        raise InvalidInput("--reader-url and --reader-model go together")
+    reader = None
+    if reader_url is not None:
+        from ..reader.openai_compat import OpenAICompatReader
+        reader = OpenAICompatReader(reader_url, str(reader_model))
+    mem = open_memory(db, user, agent, create=True)
+    settings = ServerSettings(require_auth=not no_auth, user=user, agent=agent,
+                              max_body_bytes=int(max_body_mb * 1024 * 1024), reader=reader)
+    application = create_app(mem, settings)
+
+    @application.on_event("startup")
+    async def _threads() -> None:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = workers_threads
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    keys = len([k for k in mem.store.api_keys() if k.active])
+    auth = "no auth" if no_auth else f"{keys} active API key(s)"
+    typer.echo(f"zeromem serve: {mem.path} on http://{host}:{port} ({auth}); docs at /docs", err=True)
+    if not no_auth and keys == 0:
+        typer.echo("  no API key yet: make one with `zeromem keys add --db ... --user U`", err=True)
+    try:
+        uvicorn.run(application, host=host, port=port, log_level=log_level, access_log=False)
+    finally:
+        mem.close()
+
+
+@keys_app.command("add")
+@friendly
+def keys_add(
+    db: DbOption = None, user: UserOption = None, agent: AgentOption = None,
+    label: Annotated[Optional[str], typer.Option(help="a note to tell keys apart")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Make a key for one scope (--user and/or --agent) and print it once; only its hash is kept."""
+    if user is None and agent is None:
+        raise InvalidInput("a key needs a scope: pass --user and/or --agent")
+    with open_memory(db, None, None, create=True) as mem:
+        key_id, key, key_hash = new_api_key()
+        record = mem.store.add_api_key(key_id, key_hash, Scope(user, agent), label)
+    if as_json:
+        print_json({"key_id": record.key_id, "key": key, "user": user, "agent": agent, "label": label})
+        return
+    typer.echo(key)
+    typer.echo(f"key id {record.key_id} for user={user!r}, agent={agent!r}: store it now, "
+               "it is not shown again", err=True)
+
+
+@keys_app.command("list")
+@friendly
+def keys_list(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Every key: id, scope, label, created, revoked (never the key itself)."""
+    with open_memory(db, None, None) as mem:
+        records = mem.store.api_keys()
+    if as_json:
+        print_json([{"key_id": r.key_id, "user": r.scope.user, "agent": r.scope.agent, "label": r.label,
+                     "created_at": r.created_at, "revoked_at": r.revoked_at} for r in records])
+        return
+    if not records:
+        typer.echo("no API keys (make one with `zeromem keys add --user U`)")
+    for r in records:
+        state = f"revoked {r.revoked_at[:19]}" if r.revoked_at else "active"
+        label = f"  {r.label}" if r.label else ""
+        typer.echo(f"{r.key_id}  user={r.scope.user!r} agent={r.scope.agent!r}  "
+                   f"created {r.created_at[:19]}  {state}{label}")
+
+
+@keys_app.command("revoke")
+@friendly
+def keys_revoke(key_id: Annotated[str, typer.Argument(help="the key id `zeromem keys list` shows")],
+                db: DbOption = None) -> None:
+    """Revoke a key: it stops working within seconds (it stays listed)."""
+    with open_memory(db, None, None) as mem:
+        record = mem.store.revoke_api_key(key_id)
+    typer.echo(f"revoked {record.key_id} (user={record.scope.user!r}, agent={record.scope.agent!r})")

@@ -1,0 +1,163 @@
+"""The FastAPI application of ``zeromem serve``: routes, auth, limits, health, the inspector.
+
+One ``Memory`` serves every request (it is thread safe); each request acts in the scope of
+its API key. ``create_app`` takes the Memory ready-made, so tests and embedders can build an
+app over any store.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ... import __version__
+from ...memory import Memory
+from ...types import Scope as MemoryScope
+from . import errors
+from .auth import KeyAuth
+from .routes import router
+
+_log = logging.getLogger("zeromem.server")
+STATIC_DIR = Path(__file__).with_name("static")
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class ServerSettings:
+    """How the server behaves; ``zeromem serve`` fills it from its options."""
+
+    require_auth: bool = True
+    user: str | None = None  # the scope of every request when auth is off
+    agent: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    reader: Any = None  # answers /v1/answer (e.g. an OpenAICompatReader); None: 409 there
+    warm_up: bool = True  # load the models at start so the first search is not slow
+
+
+def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAPI:
+    settings = settings or ServerSettings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.warm_up:
+            threading.Thread(target=_warm_up, args=(memory,), name="zeromem-warm-up", daemon=True).start()
+        yield
+
+    app = FastAPI(title="zeromem", version=__version__, lifespan=lifespan,
+                  description="Agent memory where every memory operation is deterministic code: "
+                              "zero LLM calls. Traces are kept verbatim; search returns evidence "
+                              "with provenance. Authenticate with `Authorization: Bearer <key>`.")
+    app.state.memory = memory
+    app.state.reader = settings.reader
+    app.state.auth = KeyAuth(memory.store, required=settings.require_auth,
+                             default_scope=MemoryScope(settings.user, settings.agent))
+    errors.install(app)
+    app.include_router(router)
+
+    @app.get("/healthz", tags=["health"], summary="The process is up")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"], summary="The store answers; which models work")
+    def readyz() -> JSONResponse:
+        report = _health(memory)
+        return JSONResponse(report, status_code=200 if report.get("ready") else 503)
+
+    if STATIC_DIR.is_dir():
+        app.mount("/", StaticFiles(directory=STATIC_DIR, html=True), name="inspector")
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    return app
+
+
+def _health(memory: Memory) -> dict[str, Any]:
+    health = getattr(memory, "health", None)
+    if callable(health):
+        report: dict[str, Any] = dict(health())
+        return report
+    try:
+        memory.store.count(memory.scope)
+    except Exception as exc:  # noqa: BLE001 - reported, not raised
+        return {"ready": False, "store": f"error: {exc}"}
+    return {"ready": True, "store": "ok"}
+
+
+def _warm_up(memory: Memory) -> None:
+    try:
+        _health(memory)
+        memory.retriever.engine()
+    except Exception as exc:  # noqa: BLE001 - /readyz reports it
+        _log.warning("zeromem server: warm-up failed: %s", exc)
+
+
+class BodyLimit:
+    """Refuse request bodies over ``limit`` bytes with 413, by header or while streaming.
+
+    Checked before any handler reads the body, so an oversized upload never reaches memory.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await _too_large(send, self.limit)
+            return
+        seen = 0
+        refused = False
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal seen, refused
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    refused = True
+                    raise _BodyTooLarge
+            return message
+
+        async def tracked_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracked_send)
+        except _BodyTooLarge:
+            if not started:
+                await _too_large(send, self.limit)
+        except Exception:
+            if refused and not started:
+                await _too_large(send, self.limit)
+            else:
+                raise
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+async def _too_large(send: Send, limit: int) -> None:
+    response = errors.error_response(413, "PayloadTooLarge",
+                                     f"the request body is over the server's limit of {limit} bytes "
+                                     "(zeromem serve --max-body-mb); send smaller batches")
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(response.body)).encode())]})
+    await send({"type": "http.response.body", "body": response.body})

@@ -1,0 +1,244 @@
+"""The /v1 routes: one thin handler per ``Memory`` method, always in the caller's scope.
+
+Every handler takes the scope from the API key (``Caller``), never from the request body or
+query, so no id, filter or field a client sends can reach another scope. Handlers are plain
+``def`` functions: FastAPI runs them on its thread pool, and ``Memory`` is safe to share
+between threads (per-scope locks; one store connection guarded by a lock).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, File, Form, Query, Request, Response, UploadFile
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import Discriminator, Tag
+
+from ...errors import InvalidInput
+from ...memory import Memory
+from .auth import Caller
+from .errors import ApiError
+from .schemas import (
+    AnswerIn,
+    AnswerOut,
+    ContextIn,
+    ContextOut,
+    DeletedOut,
+    EntityOut,
+    EvidenceOut,
+    HistoryEventOut,
+    HistoryOut,
+    ImportOut,
+    NeighbourhoodOut,
+    NeighbourOut,
+    SearchIn,
+    SearchOut,
+    SessionList,
+    SessionOut,
+    TraceBatchIn,
+    TraceIds,
+    TraceIn,
+    TraceList,
+    TraceOut,
+    TracePatch,
+)
+
+# {"traces": [...]} is a batch, anything else one trace: errors then name the right fields.
+TraceBody = Annotated[Annotated[TraceIn, Tag("one")] | Annotated[TraceBatchIn, Tag("batch")],
+                      Discriminator(lambda v: "batch" if isinstance(v, dict) and "traces" in v else "one")]
+_bearer = HTTPBearer(auto_error=False, description="an API key from `zeromem keys add`")
+router = APIRouter(prefix="/v1")
+MAX_LIST = 1000
+
+
+def caller(request: Request,
+           credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Caller:
+    header = f"{credentials.scheme} {credentials.credentials}" if credentials else None
+    return request.app.state.auth.caller(header)
+
+
+def memory(request: Request) -> Memory:
+    return request.app.state.memory
+
+
+CallerDep = Annotated[Caller, Depends(caller)]
+MemoryDep = Annotated[Memory, Depends(memory)]
+
+
+def _scope(who: Caller) -> dict[str, Any]:
+    return {"user": who.scope.user, "agent": who.scope.agent}
+
+
+# -- traces ----------------------------------------------------------------------------------
+@router.post("/traces", response_model=TraceIds, status_code=201, tags=["traces"],
+             summary="Store one trace, or a batch of traces in one transaction")
+def add_traces(body: TraceBody, who: CallerDep, mem: MemoryDep) -> TraceIds:
+    if isinstance(body, TraceBatchIn):
+        ids = mem.add_many([item.model_dump(exclude_none=True) for item in body.traces], **_scope(who))
+    else:
+        ids = [mem.add(**body.model_dump(exclude_none=True), **_scope(who))]
+    return TraceIds(ids=ids)
+
+
+@router.get("/traces", response_model=TraceList, tags=["traces"],
+            summary="List traces in conversation order, filtered")
+def list_traces(who: CallerDep, mem: MemoryDep, session: str | None = None,
+                since: str | None = None, until: str | None = None,
+                metadata: Annotated[str | None, Query(description='JSON object, e.g. {"topic": "x"}')] = None,
+                limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100,
+                offset: Annotated[int, Query(ge=0)] = 0) -> TraceList:
+    filters = _json_object(metadata, "metadata") if metadata else None
+    traces = mem.list(session=session, since=since, until=until, metadata=filters, limit=limit,
+                      offset=offset, **_scope(who))
+    return TraceList(traces=[TraceOut.from_trace(t) for t in traces], limit=limit, offset=offset)
+
+
+@router.get("/traces/{trace_id}", response_model=TraceOut, tags=["traces"])
+def get_trace(trace_id: str, who: CallerDep, mem: MemoryDep) -> TraceOut:
+    return TraceOut.from_trace(mem.get(trace_id, **_scope(who)))
+
+
+@router.patch("/traces/{trace_id}", response_model=TraceOut, tags=["traces"],
+              summary="Replace a trace's text and/or metadata (the old version stays in history)")
+def patch_trace(trace_id: str, body: TracePatch, who: CallerDep, mem: MemoryDep) -> TraceOut:
+    if body.text is None and body.metadata is None:
+        raise InvalidInput("send 'text' and/or 'metadata' to change")
+    return TraceOut.from_trace(mem.update(trace_id, text=body.text, metadata=body.metadata, **_scope(who)))
+
+
+@router.delete("/traces/{trace_id}", status_code=204, tags=["traces"])
+def delete_trace(trace_id: str, who: CallerDep, mem: MemoryDep) -> Response:
+    mem.delete(trace_id, **_scope(who))
+    return Response(status_code=204)
+
+
+@router.get("/traces/{trace_id}/history", response_model=HistoryOut, tags=["traces"])
+def trace_history(trace_id: str, who: CallerDep, mem: MemoryDep) -> HistoryOut:
+    events = mem.history(trace_id, **_scope(who))
+    return HistoryOut(trace_id=trace_id, events=[HistoryEventOut.from_event(e) for e in events])
+
+
+@router.get("/traces/{trace_id}/graph", response_model=NeighbourhoodOut, tags=["traces"],
+            summary="The trace's entities and the traces that share them")
+def trace_graph(trace_id: str, who: CallerDep, mem: MemoryDep,
+                limit: Annotated[int, Query(ge=0, le=200)] = 20) -> NeighbourhoodOut:
+    hood = mem.neighbourhood(trace_id, limit=limit, **_scope(who))
+    return NeighbourhoodOut(
+        trace=TraceOut.from_trace(hood["trace"]),
+        entities=[EntityOut(**e) for e in hood["entities"]],
+        neighbours=[NeighbourOut(trace=TraceOut.from_trace(n["trace"]), shared=n["shared"])
+                    for n in hood["neighbours"]])
+
+
+@router.get("/sessions", response_model=SessionList, tags=["traces"])
+def list_sessions(who: CallerDep, mem: MemoryDep) -> SessionList:
+    return SessionList(sessions=[SessionOut(**s) for s in mem.sessions(**_scope(who))])
+
+
+@router.post("/import", response_model=ImportOut, status_code=201, tags=["traces"],
+             summary="Import a LoCoMo, OpenAI-chat or JSONL file (all of it or nothing)")
+def import_file(who: CallerDep, mem: MemoryDep, file: Annotated[UploadFile, File()],
+                format: Annotated[str | None, Form(description="locomo, openai or jsonl; default: detect")] = None
+                ) -> ImportOut:
+    suffix = Path(file.filename or "upload.json").suffix.lower()
+    if suffix not in (".json", ".jsonl", ".ndjson"):
+        suffix = ".json"
+    with tempfile.TemporaryDirectory(prefix="zeromem-import-") as folder:
+        path = Path(folder) / f"{Path(file.filename or 'upload').stem or 'upload'}{suffix}"
+        with path.open("wb") as out:
+            while chunk := file.file.read(1 << 20):
+                out.write(chunk)
+        imported = mem.import_file(path, format=format, **_scope(who))
+    return ImportOut(conversations=imported, traces=sum(len(ids) for ids in imported.values()))
+
+
+# -- retrieval -------------------------------------------------------------------------------
+@router.post("/search", response_model=SearchOut, tags=["retrieval"],
+             summary="Evidence for a query: verbatim turns with provenance and the 'why' of each")
+def search(body: SearchIn, who: CallerDep, mem: MemoryDep) -> SearchOut:
+    result = mem.search_detailed(body.query, k=body.k, session=body.session, as_of=body.as_of,
+                                 filters=body.filters, **_scope(who))
+    return SearchOut(query=body.query,
+                     evidence=[EvidenceOut.from_evidence(ev, why=body.why) for ev in result.evidence],
+                     no_answer_score=float(result.no_answer_score),
+                     route={"primary": result.route.primary, "rho": result.route.rho},
+                     timings={k: float(v) for k, v in result.timings.items()},
+                     degraded=list(getattr(result, "degraded", []) or []))
+
+
+@router.post("/context", response_model=ContextOut, tags=["retrieval"],
+             summary="The prompt block for a query: chronological evidence within a token budget")
+def context(body: ContextIn, who: CallerDep, mem: MemoryDep) -> ContextOut:
+    result = mem.search_detailed(body.query, k=body.k, session=body.session, as_of=body.as_of,
+                                 filters=body.filters, **_scope(who))
+    rendered = mem.render(result.evidence, budget_tokens=body.budget_tokens, **_scope(who))
+    return ContextOut(text=rendered.text, tokens=rendered.tokens,
+                      evidence=[EvidenceOut.from_evidence(ev, why=body.why) for ev in rendered.evidence],
+                      degraded=list(getattr(result, "degraded", []) or []))
+
+
+@router.post("/answer", response_model=AnswerOut, tags=["retrieval"],
+             summary="Answer with the configured reader: the one LLM call, on retrieved evidence")
+def answer(body: AnswerIn, request: Request, who: CallerDep, mem: MemoryDep) -> AnswerOut:
+    reader = request.app.state.reader
+    if reader is None:
+        raise ApiError(409, "NoReader", "this server has no reader: start it with "
+                                        "--reader-url URL --reader-model NAME")
+    result = mem.answer(body.query, reader, k=body.k, budget_tokens=body.budget_tokens,
+                        calibrate=body.calibrate, **_scope(who))
+    reply, calibration, rendered = result.reader, result.calibration, result.context
+    return AnswerOut(
+        answer=result.text, raw=getattr(reply, "text", str(reply)),
+        grounded=calibration.grounded if calibration else None,
+        supporting_trace_ids=list(calibration.support) if calibration else [],
+        model=getattr(reply, "model", None), prompt_tokens=getattr(reply, "prompt_tokens", None),
+        completion_tokens=getattr(reply, "completion_tokens", None),
+        context=ContextOut(text=rendered.text, tokens=rendered.tokens,
+                           evidence=[EvidenceOut.from_evidence(ev) for ev in rendered.evidence]))
+
+
+@router.get("/active", tags=["retrieval"], status_code=501,
+            summary="Active memory (arrives with the DMF lifecycle; 501 until then)")
+def active(who: CallerDep, mem: MemoryDep) -> Any:
+    if not hasattr(mem, "active"):
+        raise ApiError(501, "NotImplemented", "active memory arrives with the memory lifecycle "
+                                              "(DMF); this zeromem has none yet: use /v1/search")
+    return mem.active(**_scope(who))
+
+
+# -- scope -----------------------------------------------------------------------------------
+@router.get("/stats", tags=["scope"], summary="Counts of traces, sessions, events and derived units")
+def stats(who: CallerDep, mem: MemoryDep) -> dict[str, Any]:
+    counts = mem.stats(**_scope(who))
+    counts.pop("path", None)  # where the server keeps its file is not the client's business
+    return counts
+
+
+@router.get("/whoami", tags=["scope"], summary="The scope this API key reads and writes")
+def whoami(who: CallerDep) -> dict[str, Any]:
+    return {"user": who.scope.user, "agent": who.scope.agent, "key_id": who.key_id}
+
+
+@router.post("/reindex", tags=["scope"], summary="Rebuild every derived unit of the scope from its traces")
+def reindex(who: CallerDep, mem: MemoryDep) -> dict[str, Any]:
+    report = mem.reindex(**_scope(who))
+    return {"sessions": report.sessions, "units": report.units, "seconds": report.seconds}
+
+
+@router.delete("/scope", response_model=DeletedOut, tags=["scope"],
+               summary="Delete everything stored in the caller's scope, and only there")
+def delete_scope(who: CallerDep, mem: MemoryDep) -> DeletedOut:
+    return DeletedOut(deleted=mem.delete_scope(**_scope(who)))
+
+
+def _json_object(text: str, name: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{name} must be a JSON object: {exc}") from None
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{name} must be a JSON object, got {type(value).__name__}")
+    return value
