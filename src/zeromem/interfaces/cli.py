@@ -329,4 +329,7 @@ from . import cli_mcp, cli_retrieval, cli_service  # noqa: E402,F401
 
 
 if __name__ == "__main__":
-    main()
+    # Run as a script, this file is the module __main__, while the command modules above
+    # register on zeromem.interfaces.cli's ``app``: call that one's main.
+    from zeromem.interfaces.cli import main as _main
+    _main()

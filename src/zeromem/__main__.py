@@ -1,0 +1,5 @@
+"""``python -m zeromem``: the command line."""
+
+from .interfaces.cli import main
+
+main()
