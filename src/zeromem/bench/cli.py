@@ -10,8 +10,9 @@ an LLM fails the run the same way (the JSON is not written).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Callable, List, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -30,24 +31,24 @@ DEFAULT_SYSTEMS = "zeromem,bm25,dense,hybrid"
 K = Annotated[int, typer.Option("--k", min=1, help="evidence budget in turns (passages)")]
 Systems = Annotated[str, typer.Option(
     "--systems", help=f"comma-separated: {', '.join(ABLATIONS)}, bm25, dense, hybrid")]
-JsonOut = Annotated[Optional[Path], typer.Option("--json", metavar="OUT.json",
+JsonOut = Annotated[Path | None, typer.Option("--json", metavar="OUT.json",
                                                  help="write every metric to this file")]
-PlotOut = Annotated[Optional[Path], typer.Option("--plot", metavar="OUT.png",
+PlotOut = Annotated[Path | None, typer.Option("--plot", metavar="OUT.png",
                                                  help="draw recall@k curves and latency bars")]
 NoGraph = Annotated[bool, typer.Option("--no-graph", help="zeromem without the entity graph")]
 NoHierarchy = Annotated[bool, typer.Option("--no-hierarchy", help="zeromem without the hierarchy")]
 NoClosure = Annotated[bool, typer.Option("--no-closure", help="zeromem without closure")]
 NoCalibration = Annotated[bool, typer.Option("--no-calibration",
                                              help="zeromem without evidence calibration")]
-TopK = Annotated[Optional[int], typer.Option("--top-k-primary", min=1, metavar="K",
+TopK = Annotated[int | None, typer.Option("--top-k-primary", min=1, metavar="K",
                                              help="primary candidates K before closure")]
 Ablations = Annotated[bool, typer.Option(
     "--ablations", help="also run " + ", ".join(name for name in ABLATIONS if name != "zeromem"))]
-ReaderKind = Annotated[Optional[str], typer.Option(
+ReaderKind = Annotated[str | None, typer.Option(
     "--reader", help="answer each question with an LLM: 'openai' (any OpenAI-compatible server)")]
-BaseUrl = Annotated[Optional[str], typer.Option("--base-url", help="reader API root, e.g. "
+BaseUrl = Annotated[str | None, typer.Option("--base-url", help="reader API root, e.g. "
                                                 "http://localhost:8000/v1")]
-Model = Annotated[Optional[str], typer.Option("--model", help="reader model name")]
+Model = Annotated[str | None, typer.Option("--model", help="reader model name")]
 KeyEnv = Annotated[str, typer.Option("--api-key-env", help="env variable holding the API key "
                                      "(optional for local servers)")]
 Progress = Annotated[bool, typer.Option("--progress/--no-progress", help="show a progress bar")]
@@ -119,9 +120,9 @@ def _run(benchmark: str, build: Callable[[], tuple[list[Any], dict[str, Any]]],
 
 @bench_app.command("locomo")
 def locomo_command(
-    data: Annotated[List[Path], typer.Option("--data", metavar="PATH [PATH ...]",
+    data: Annotated[list[Path], typer.Option("--data", metavar="PATH [PATH ...]",
                                              help="LoCoMo JSON files or folders of them")],
-    more: Annotated[Optional[List[Path]], typer.Argument(metavar="[PATH ...]", hidden=True,
+    more: Annotated[list[Path] | None, typer.Argument(metavar="[PATH ...]", hidden=True,
                                                          show_default=False)] = None,
     k: K = 10, systems: Systems = DEFAULT_SYSTEMS, json_out: JsonOut = None,
     plot_out: PlotOut = None, no_graph: NoGraph = False, no_hierarchy: NoHierarchy = False,
@@ -184,12 +185,12 @@ def scale_command(
 
 @bench_app.command("encoders")
 def encoders_command(
-    data: Annotated[List[Path], typer.Option("--data", metavar="PATH",
+    data: Annotated[list[Path], typer.Option("--data", metavar="PATH",
                                              help="LoCoMo JSON files or folders of them")],
     json_out: JsonOut = None,
     sizes: Annotated[str, typer.Option("--sizes", help="index sizes to synthesize")] = "1000,10000,100000",
     backends: Annotated[str, typer.Option("--backends", help="embedding backends")] = "torch,onnx,onnx-fp32",
-    max_turns: Annotated[Optional[int], typer.Option("--max-turns", min=1,
+    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1,
                                                      help="cap the turns timed for throughput")] = None,
     ingest: Annotated[bool, typer.Option("--ingest/--no-ingest",
                                          help="also time Memory.index() of one conversation")] = True,
@@ -259,6 +260,43 @@ def race_command(
     try:
         document = run(data if data is not None else default_data(), seconds, seed, k, json_out,
                        pause_ms=pause_ms)
+    except (ZeromemError, FileNotFoundError, ValueError, RuntimeError) as exc:
+        _fail(str(exc))
+    if json_out is not None:
+        typer.echo(f"wrote {json_out}")
+    if failed(document):
+        raise typer.Exit(1)
+
+
+@bench_app.command("serve")
+def serve_command(
+    data: Annotated[Path | None, typer.Option(
+        "--data", metavar="FILE", help="one LoCoMo conversation: replicated into every scope, its "
+        "questions searched, its texts written (default ../shared/data/locomo/30.json)")] = None,
+    db: Annotated[Path | None, typer.Option("--db", metavar="PATH", help="store to fill (default: a temp file)")] = None,
+    scopes: Annotated[int, typer.Option("--scopes", min=1, help="scopes, one API key each")] = 10,
+    per_scope: Annotated[int, typer.Option("--traces-per-scope", min=1)] = 1000,
+    servers: Annotated[int, typer.Option("--servers", min=1, help="zeromem serve processes on the store")] = 1,
+    clients: Annotated[int, typer.Option("--clients", min=1, help="concurrent HTTP clients")] = 50,
+    seconds: Annotated[float, typer.Option("--seconds", min=1.0)] = 60.0,
+    write_share: Annotated[float, typer.Option("--write-share", min=0.0, max=1.0)] = 0.2,
+    kill_at: Annotated[float | None, typer.Option(
+        "--kill-at", help="SIGKILL the servers this many seconds in, then restart them")] = None,
+    threads: Annotated[int, typer.Option("--threads", min=1, help="request threads per server")] = 40,
+    k: K = 10,
+    json_out: JsonOut = None,
+    progress: Progress = True,
+) -> None:
+    """Loopback load test of `zeromem serve`: latency, throughput, errors, isolation, durability.
+    Exit 1 on any error, cross-scope result or lost acknowledged write."""
+    from .serve import failed, run
+    from .stream import default_data
+
+    try:
+        document = run(data if data is not None else default_data(), db=db, scopes=scopes,
+                       per_scope=per_scope, servers=servers, clients=clients, seconds=seconds,
+                       write_share=write_share, kill_at=kill_at, threads=threads, k=k,
+                       json_out=json_out, progress=progress)
     except (ZeromemError, FileNotFoundError, ValueError, RuntimeError) as exc:
         _fail(str(exc))
     if json_out is not None:

@@ -34,12 +34,12 @@ class LLMUsage:
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def __add__(self, other: "LLMUsage") -> "LLMUsage":
+    def __add__(self, other: LLMUsage) -> LLMUsage:
         return LLMUsage(self.calls + other.calls, self.prompt_tokens + other.prompt_tokens,
                         self.completion_tokens + other.completion_tokens,
                         self.calls_without_usage + other.calls_without_usage)
 
-    def __sub__(self, other: "LLMUsage") -> "LLMUsage":
+    def __sub__(self, other: LLMUsage) -> LLMUsage:
         return LLMUsage(self.calls - other.calls, self.prompt_tokens - other.prompt_tokens,
                         self.completion_tokens - other.completion_tokens,
                         self.calls_without_usage - other.calls_without_usage)

@@ -57,8 +57,12 @@ class OpenAICompatReader:
         text = context if isinstance(context, str) else getattr(context, "text", None)
         if not isinstance(text, str):
             raise TypeError("context must be a string or a rendered context with a .text string")
-        payload = {"model": self.model, "messages": build_messages(question, text),
-                   "temperature": self.temperature, "max_tokens": self.max_tokens}
+        return self.chat(build_messages(question, text))
+
+    def chat(self, messages: list[dict[str, str]], *, max_tokens: int | None = None) -> ReaderAnswer:
+        """Send chat ``messages`` as they are (one call, counted); the agent loop uses this."""
+        payload = {"model": self.model, "messages": messages, "temperature": self.temperature,
+                   "max_tokens": self.max_tokens if max_tokens is None else max_tokens}
         reply = self._post(payload)
         usage = reply.get("usage") or {}
         prompt_tokens = _int_or_none(usage.get("prompt_tokens"))

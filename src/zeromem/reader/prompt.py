@@ -27,3 +27,19 @@ def build_messages(question: str, context: str) -> list[dict[str, str]]:
     body = context.strip() or "(no memory excerpts were retrieved)"
     user = f"Memory excerpts:\n{body}\n\nQuestion: {question.strip()}\nShort answer:"
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+AGENT_SYSTEM_PROMPT = (
+    "You are a helpful assistant with a long-term memory. Before the user's message you are "
+    "shown what your memory holds that bears on it: earlier messages quoted verbatim, each with "
+    "when it was said and who said it, and the latest turns of this conversation. Use them when "
+    "they help, say so when they do not settle something, and never invent past events."
+)
+
+
+def build_agent_messages(message: str, context: str) -> list[dict[str, str]]:
+    """Chat messages for one agent-loop turn: the memory ``context``, then the user's message."""
+    if not message.strip():
+        raise ValueError("the agent loop needs a non-empty message")
+    body = f"{context.strip()}\n\nUser: {message.strip()}" if context.strip() else message.strip()
+    return [{"role": "system", "content": AGENT_SYSTEM_PROMPT}, {"role": "user", "content": body}]

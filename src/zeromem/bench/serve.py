@@ -1,0 +1,285 @@
+"""``zeromem bench serve``: a bounded loopback load test of ``zeromem serve``.
+
+Fill a store with ``scopes`` scopes of ``traces_per_scope`` replica traces of one LoCoMo
+conversation, one API key each; start ``servers`` real ``zeromem serve`` processes on it; run
+``clients`` concurrent HTTP clients for ``seconds``, each request a write (share
+``write_share``: POST /v1/traces) or a search (POST /v1/search with one of the
+conversation's questions) in the scope of the client's key. Optionally SIGKILL every server
+``kill_at`` seconds in and start it again while the clients keep going.
+
+Checked afterwards, from every response: errors (any non-2xx, any failed request outside the
+kill window), cross-scope results (an evidence id that is not a trace of the searching key's
+scope), and the trace count of each scope against the writes acknowledged (every
+acknowledged write is stored; a write in flight at the kill may or may not be).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+from tqdm import tqdm
+
+from .stream import _conversation, fill_drafts, questions_of
+
+USER = "bench-serve-{}"
+
+
+@dataclass
+class Tally:
+    latencies: dict[str, list[float]] = field(default_factory=lambda: {"search": [], "write": []})
+    statuses: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    down_failures: int = 0  # requests refused while the servers were being restarted
+    unacknowledged_writes: int = 0  # writes whose answer was lost to the kill
+    acknowledged: dict[int, list[str]] = field(default_factory=dict)
+    seen: dict[int, set[str]] = field(default_factory=dict)
+
+
+# -- setup -------------------------------------------------------------------------------------
+def fill(db: Path, data: Path, scopes: int, per_scope: int, progress: bool) -> dict[str, Any]:
+    """Store the scopes, index them, make one key each; returns keys and prefill ids."""
+    from ..memory import Memory
+    from ..store.keys import new_api_key
+    from ..types import Scope
+
+    conversation = _conversation(data)
+    keys: list[str] = []
+    start = time.perf_counter()
+    with Memory(db) as mem, tqdm(total=scopes * per_scope, desc="fill", unit="trace",
+                                 disable=not progress, dynamic_ncols=True) as bar:
+        for index in range(scopes):
+            user = USER.format(index)
+            for batch in fill_drafts(conversation.drafts, per_scope):
+                mem.add_many(batch, user=user)
+                bar.update(len(batch))
+            mem.index(user=user)
+            key_id, key, key_hash = new_api_key()
+            mem.store.add_api_key(key_id, key_hash, Scope(user, None), "bench serve")
+            keys.append(key)
+    return {"keys": keys, "fill_s": round(time.perf_counter() - start, 1)}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_server(db: Path, port: int, threads: int) -> subprocess.Popen:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.Popen([sys.executable, "-m", "zeromem.interfaces.cli", "serve", "--db", str(db),
+                             "--port", str(port), "--threads", str(threads)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def wait_ready(port: int, timeout_s: float = 180.0) -> float:
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout_s:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                return time.perf_counter() - start
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"the server on port {port} did not become ready in {timeout_s:.0f} s")
+
+
+# -- load --------------------------------------------------------------------------------------
+async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: list[str],
+                  questions: list[str], texts: list[str], write_share: float, deadline: float,
+                  k: int, tally: Tally, down: asyncio.Event) -> None:
+    rng = random.Random(number)
+    scope = number % len(keys)
+    headers = {"Authorization": f"Bearer {keys[scope]}"}
+    sent = 0
+    while time.perf_counter() < deadline:
+        port = ports[(number + sent) % len(ports)]
+        sent += 1
+        write = rng.random() < write_share
+        body: dict[str, Any]
+        if write:
+            path, body = "/v1/traces", {"text": f"{rng.choice(texts)} [w{number}-{sent}]",
+                                        "session": f"live-{number}", "speaker": f"client{number}"}
+        else:
+            path, body = "/v1/search", {"query": rng.choice(questions), "k": k, "why": False}
+        start = time.perf_counter()
+        try:
+            response = await http.post(f"http://127.0.0.1:{port}{path}", json=body, headers=headers)
+        except httpx.HTTPError as exc:
+            if down.is_set():
+                tally.down_failures += 1
+                tally.unacknowledged_writes += int(write)
+                await asyncio.sleep(0.05)
+            else:
+                tally.errors.append(f"{path}: {type(exc).__name__}: {exc}")
+            continue
+        elapsed = (time.perf_counter() - start) * 1000
+        status = str(response.status_code)
+        tally.statuses[status] = tally.statuses.get(status, 0) + 1
+        if response.status_code >= 300:
+            tally.errors.append(f"{path}: {response.status_code} {response.text[:200]}")
+            continue
+        payload = response.json()
+        if write:
+            tally.latencies["write"].append(elapsed)
+            tally.acknowledged.setdefault(scope, []).extend(payload["ids"])
+        else:
+            tally.latencies["search"].append(elapsed)
+            tally.seen.setdefault(scope, set()).update(
+                tid for ev in payload["evidence"] for tid in ev["trace_ids"])
+
+
+async def _killer(procs: list[subprocess.Popen], ports: list[int], db: Path, threads: int,
+                  kill_at: float, down: asyncio.Event, report: dict[str, Any]) -> None:
+    await asyncio.sleep(kill_at)
+    down.set()
+    for proc in procs:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    start = time.perf_counter()
+    for index, port in enumerate(ports):
+        procs[index] = start_server(db, port, threads)
+    for port in ports:
+        await asyncio.to_thread(wait_ready, port)
+    report["restart_s"] = round(time.perf_counter() - start, 2)
+    down.clear()
+
+
+async def load(ports: list[int], keys: list[str], questions: list[str], texts: list[str], *,
+               clients: int, seconds: float, write_share: float, k: int,
+               procs: list[subprocess.Popen], db: Path, threads: int, kill_at: float | None
+               ) -> tuple[Tally, dict[str, Any]]:
+    tally = Tally()
+    report: dict[str, Any] = {}
+    down = asyncio.Event()
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(timeout=60.0, limits=limits) as http:
+        start = time.perf_counter()
+        deadline = start + seconds
+        tasks = [asyncio.create_task(_client(n, http, ports, keys, questions, texts, write_share,
+                                             deadline, k, tally, down)) for n in range(clients)]
+        if kill_at:
+            tasks.append(asyncio.create_task(_killer(procs, ports, db, threads, kill_at, down, report)))
+        await asyncio.gather(*tasks)
+        report["wall_s"] = time.perf_counter() - start
+    return tally, report
+
+
+def stored_ids(port: int, key: str) -> set[str]:
+    ids: set[str] = set()
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60,
+                      headers={"Authorization": f"Bearer {key}"}) as http:
+        offset = 0
+        while True:
+            page = http.get("/v1/traces", params={"limit": 1000, "offset": offset}).json()["traces"]
+            ids.update(t["id"] for t in page)
+            if len(page) < 1000:
+                return ids
+            offset += 1000
+
+
+# -- report ------------------------------------------------------------------------------------
+def _percentiles(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"n": 0, "p50": None, "p95": None, "p99": None, "max": None}
+    arr = np.asarray(values)
+    return {"n": len(values), "p50": round(float(np.percentile(arr, 50)), 1),
+            "p95": round(float(np.percentile(arr, 95)), 1), "p99": round(float(np.percentile(arr, 99)), 1),
+            "max": round(float(arr.max()), 1)}
+
+
+def run(data: Path, *, db: Path | None, scopes: int, per_scope: int, servers: int, clients: int,
+        seconds: float, write_share: float, kill_at: float | None, threads: int, k: int,
+        json_out: Path | None, progress: bool = True) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="zeromem-bench-serve-"))
+    target = db or work / "serve.db"
+    prepared = fill(target, data, scopes, per_scope, progress)
+    conversation = _conversation(data)
+    questions = questions_of(conversation) or [d["text"] for d in conversation.drafts]
+    texts = [d["text"] for d in conversation.drafts]
+    ports = [_free_port() for _ in range(servers)]
+    procs = [start_server(target, port, threads) for port in ports]
+    try:
+        ready_s = max(wait_ready(port) for port in ports)
+        # Warm every scope once so the run measures serving, not the first build.
+        for key in prepared["keys"]:
+            httpx.post(f"http://127.0.0.1:{ports[0]}/v1/search", json={"query": questions[0], "k": k},
+                       headers={"Authorization": f"Bearer {key}"}, timeout=120)
+        tally, report = asyncio.run(load(ports, prepared["keys"], questions, texts, clients=clients,
+                                         seconds=seconds, write_share=write_share, k=k, procs=procs,
+                                         db=target, threads=threads, kill_at=kill_at))
+        final = {scope: stored_ids(ports[0], key) for scope, key in enumerate(prepared["keys"])}
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(30)
+    acknowledged = {scope: set(ids) for scope, ids in tally.acknowledged.items()}
+    missing = sum(len(ids - final[scope]) for scope, ids in acknowledged.items())
+    expected = {scope: per_scope + len(acknowledged.get(scope, ())) for scope in final}
+    extra = sum(len(final[scope]) - expected[scope] for scope in final)
+    cross = sum(len(seen - final[scope]) for scope, seen in tally.seen.items())
+    done = len(tally.latencies["search"]) + len(tally.latencies["write"])
+    document = {
+        "benchmark": "serve", "data": str(data), "scopes": scopes, "traces_per_scope": per_scope,
+        "traces": scopes * per_scope, "servers": servers, "clients": clients, "seconds": seconds,
+        "write_share": write_share, "kill_at": kill_at, "threads": threads, "k": k,
+        "fill_s": prepared["fill_s"], "ready_s": round(ready_s, 2), "restart_s": report.get("restart_s"),
+        "requests_ok": done, "throughput_rps": round(done / report["wall_s"], 1),
+        "search_ms": _percentiles(tally.latencies["search"]),
+        "write_ms": _percentiles(tally.latencies["write"]),
+        "all_ms": _percentiles(tally.latencies["search"] + tally.latencies["write"]),
+        "statuses": tally.statuses, "errors": len(tally.errors), "error_samples": tally.errors[:5],
+        "refused_while_restarting": tally.down_failures,
+        "unacknowledged_writes": tally.unacknowledged_writes,
+        "acknowledged_writes": sum(len(ids) for ids in acknowledged.values()),
+        "acknowledged_missing": missing, "stored_beyond_acknowledged": extra,
+        "cross_scope_results": cross, "llm_calls": 0, "cpu_count": os.cpu_count(),
+    }
+    print_table(document)
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(document, indent=2))
+    return document
+
+
+def failed(document: dict[str, Any]) -> bool:
+    return bool(document["errors"] or document["cross_scope_results"] or document["acknowledged_missing"])
+
+
+def print_table(document: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
+    title = (f"bench serve: {document['clients']} clients, {document['seconds']:.0f} s, "
+             f"{document['servers']} server(s), {document['scopes']} scopes × "
+             f"{document['traces_per_scope']} traces, {document['write_share']:.0%} writes")
+    table = Table(title=title)
+    for column in ("", "n", "p50 ms", "p95 ms", "p99 ms", "max ms"):
+        table.add_column(column, justify="right")
+    for name in ("search", "write", "all"):
+        row = document[f"{name}_ms"]
+        table.add_row(name, *(str(row[key]) if row[key] is not None else "-"
+                              for key in ("n", "p50", "p95", "p99", "max")))
+    console.print(table)
+    checks = Table(title="checks")
+    checks.add_column("")
+    checks.add_column("value", justify="right")
+    for key in ("throughput_rps", "errors", "cross_scope_results", "acknowledged_writes",
+                "acknowledged_missing", "stored_beyond_acknowledged", "unacknowledged_writes",
+                "refused_while_restarting", "restart_s", "ready_s", "fill_s", "llm_calls"):
+        checks.add_row(key, str(document[key]))
+    console.print(checks)
