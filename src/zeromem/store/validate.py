@@ -37,7 +37,8 @@ def clean_text(value: Any, *, field: str = "text", max_chars: int = DEFAULT_MAX_
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be a string, got {type(value).__name__}")
     if not value.strip():
-        raise InvalidInput(f"{field} is empty or whitespace only: store a non-empty message")
+        raise InvalidInput(f"{field} is empty or whitespace only: "
+                           + ("ask with some words" if field == "query" else "store a non-empty message"))
     if len(value) > max_chars:
         raise InvalidInput(
             f"{field} has {len(value)} characters, over the limit of {max_chars}: split it "
