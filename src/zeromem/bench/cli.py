@@ -282,7 +282,11 @@ def serve_command(
     write_share: Annotated[float, typer.Option("--write-share", min=0.0, max=1.0)] = 0.2,
     kill_at: Annotated[float | None, typer.Option(
         "--kill-at", help="SIGKILL the servers this many seconds in, then restart them")] = None,
-    threads: Annotated[int, typer.Option("--threads", min=1, help="request threads per server")] = 40,
+    threads: Annotated[int, typer.Option("--threads", min=1, help="request threads per server process")] = 8,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="processes per server (zeromem serve --workers)")] = 1,
+    rate: Annotated[float | None, typer.Option(
+        "--rate", min=1.0, help="offered load in requests/s across all clients (Poisson arrivals); "
+        "default: closed loop, each client sends as soon as its last answer came")] = None,
     k: K = 10,
     json_out: JsonOut = None,
     progress: Progress = True,
@@ -296,7 +300,7 @@ def serve_command(
         document = run(data if data is not None else default_data(), db=db, scopes=scopes,
                        per_scope=per_scope, servers=servers, clients=clients, seconds=seconds,
                        write_share=write_share, kill_at=kill_at, threads=threads, k=k,
-                       json_out=json_out, progress=progress)
+                       json_out=json_out, workers=workers, rate=rate, progress=progress)
     except (ZeromemError, FileNotFoundError, ValueError, RuntimeError) as exc:
         _fail(str(exc))
     if json_out is not None:

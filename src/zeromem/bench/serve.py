@@ -53,7 +53,8 @@ class Tally:
 
 # -- setup -------------------------------------------------------------------------------------
 def fill(db: Path, data: Path, scopes: int, per_scope: int, progress: bool) -> dict[str, Any]:
-    """Store the scopes, index them, make one key each; returns keys and prefill ids."""
+    """Store the scopes (a scope that already holds ``per_scope`` traces is kept, so a rerun on
+    the same --db skips the fill), index them, make one new key each."""
     from ..memory import Memory
     from ..store.keys import new_api_key
     from ..types import Scope
@@ -65,10 +66,14 @@ def fill(db: Path, data: Path, scopes: int, per_scope: int, progress: bool) -> d
                                  disable=not progress, dynamic_ncols=True) as bar:
         for index in range(scopes):
             user = USER.format(index)
-            for batch in fill_drafts(conversation.drafts, per_scope):
-                mem.add_many(batch, user=user)
-                bar.update(len(batch))
-            mem.index(user=user)
+            if mem.store.count(Scope(user, None)) < per_scope:
+                mem.delete_scope(user=user)
+                for batch in fill_drafts(conversation.drafts, per_scope):
+                    mem.add_many(batch, user=user)
+                    bar.update(len(batch))
+                mem.index(user=user)
+            else:
+                bar.update(per_scope)
             key_id, key, key_hash = new_api_key()
             mem.store.add_api_key(key_id, key_hash, Scope(user, None), "bench serve")
             keys.append(key)
@@ -81,11 +86,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(db: Path, port: int, threads: int) -> subprocess.Popen:
+def start_server(db: Path, port: int, threads: int, workers: int = 1) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     return subprocess.Popen([sys.executable, "-m", "zeromem.interfaces.cli", "serve", "--db", str(db),
-                             "--port", str(port), "--threads", str(threads)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--port", str(port), "--threads", str(threads), "--workers", str(workers)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # a process group: killed with its workers
 
 
 def wait_ready(port: int, timeout_s: float = 180.0) -> float:
@@ -100,15 +106,32 @@ def wait_ready(port: int, timeout_s: float = 180.0) -> float:
     raise RuntimeError(f"the server on port {port} did not become ready in {timeout_s:.0f} s")
 
 
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL a server and its worker processes (its own process group; see start_server)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
 # -- load --------------------------------------------------------------------------------------
 async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: list[str],
                   questions: list[str], texts: list[str], write_share: float, deadline: float,
-                  k: int, tally: Tally, down: asyncio.Event) -> None:
+                  k: int, tally: Tally, down: asyncio.Event, rate: float | None) -> None:
     rng = random.Random(number)
     scope = number % len(keys)
     headers = {"Authorization": f"Bearer {keys[scope]}"}
     sent = 0
+    next_at = time.perf_counter()
     while time.perf_counter() < deadline:
+        if rate:  # open loop: Poisson arrivals at rate/clients per client, whatever the latency
+            next_at += rng.expovariate(rate)
+            pause = next_at - time.perf_counter()
+            if pause > 0:
+                await asyncio.sleep(pause)
+            if time.perf_counter() >= deadline:
+                break
         port = ports[(number + sent) % len(ports)]
         sent += 1
         write = rng.random() < write_share
@@ -146,15 +169,14 @@ async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: 
 
 
 async def _killer(procs: list[subprocess.Popen], ports: list[int], db: Path, threads: int,
-                  kill_at: float, down: asyncio.Event, report: dict[str, Any]) -> None:
+                  workers: int, kill_at: float, down: asyncio.Event, report: dict[str, Any]) -> None:
     await asyncio.sleep(kill_at)
     down.set()
     for proc in procs:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        _kill_tree(proc)
     start = time.perf_counter()
     for index, port in enumerate(ports):
-        procs[index] = start_server(db, port, threads)
+        procs[index] = start_server(db, port, threads, workers)
     for port in ports:
         await asyncio.to_thread(wait_ready, port)
     report["restart_s"] = round(time.perf_counter() - start, 2)
@@ -163,8 +185,8 @@ async def _killer(procs: list[subprocess.Popen], ports: list[int], db: Path, thr
 
 async def load(ports: list[int], keys: list[str], questions: list[str], texts: list[str], *,
                clients: int, seconds: float, write_share: float, k: int,
-               procs: list[subprocess.Popen], db: Path, threads: int, kill_at: float | None
-               ) -> tuple[Tally, dict[str, Any]]:
+               procs: list[subprocess.Popen], db: Path, threads: int, workers: int,
+               kill_at: float | None, rate: float | None) -> tuple[Tally, dict[str, Any]]:
     tally = Tally()
     report: dict[str, Any] = {}
     down = asyncio.Event()
@@ -173,9 +195,12 @@ async def load(ports: list[int], keys: list[str], questions: list[str], texts: l
         start = time.perf_counter()
         deadline = start + seconds
         tasks = [asyncio.create_task(_client(n, http, ports, keys, questions, texts, write_share,
-                                             deadline, k, tally, down)) for n in range(clients)]
+                                             deadline, k, tally, down,
+                                             rate / clients if rate else None))
+                 for n in range(clients)]
         if kill_at:
-            tasks.append(asyncio.create_task(_killer(procs, ports, db, threads, kill_at, down, report)))
+            tasks.append(asyncio.create_task(_killer(procs, ports, db, threads, workers, kill_at,
+                                                     down, report)))
         await asyncio.gather(*tasks)
         report["wall_s"] = time.perf_counter() - start
     return tally, report
@@ -206,7 +231,8 @@ def _percentiles(values: list[float]) -> dict[str, float | None]:
 
 def run(data: Path, *, db: Path | None, scopes: int, per_scope: int, servers: int, clients: int,
         seconds: float, write_share: float, kill_at: float | None, threads: int, k: int,
-        json_out: Path | None, progress: bool = True) -> dict[str, Any]:
+        json_out: Path | None, workers: int = 1, rate: float | None = None,
+        progress: bool = True) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="zeromem-bench-serve-"))
     target = db or work / "serve.db"
     prepared = fill(target, data, scopes, per_scope, progress)
@@ -214,31 +240,39 @@ def run(data: Path, *, db: Path | None, scopes: int, per_scope: int, servers: in
     questions = questions_of(conversation) or [d["text"] for d in conversation.drafts]
     texts = [d["text"] for d in conversation.drafts]
     ports = [_free_port() for _ in range(servers)]
-    procs = [start_server(target, port, threads) for port in ports]
+    procs = [start_server(target, port, threads, workers) for port in ports]
     try:
         ready_s = max(wait_ready(port) for port in ports)
         # Warm every scope once so the run measures serving, not the first build.
         for key in prepared["keys"]:
             httpx.post(f"http://127.0.0.1:{ports[0]}/v1/search", json={"query": questions[0], "k": k},
                        headers={"Authorization": f"Bearer {key}"}, timeout=120)
+        before = {scope: stored_ids(ports[0], key) for scope, key in enumerate(prepared["keys"])}
         tally, report = asyncio.run(load(ports, prepared["keys"], questions, texts, clients=clients,
                                          seconds=seconds, write_share=write_share, k=k, procs=procs,
-                                         db=target, threads=threads, kill_at=kill_at))
+                                         db=target, threads=threads, workers=workers,
+                                         kill_at=kill_at, rate=rate))
         final = {scope: stored_ids(ports[0], key) for scope, key in enumerate(prepared["keys"])}
     finally:
         for proc in procs:
             proc.terminate()
-            proc.wait(30)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                _kill_tree(proc)
     acknowledged = {scope: set(ids) for scope, ids in tally.acknowledged.items()}
     missing = sum(len(ids - final[scope]) for scope, ids in acknowledged.items())
-    expected = {scope: per_scope + len(acknowledged.get(scope, ())) for scope in final}
+    expected = {scope: len(before[scope]) + len(acknowledged.get(scope, ())) for scope in final}
     extra = sum(len(final[scope]) - expected[scope] for scope in final)
     cross = sum(len(seen - final[scope]) for scope, seen in tally.seen.items())
+    if any(not before[scope] <= final[scope] for scope in final):
+        tally.errors.append("a trace stored before the run is gone after it")
     done = len(tally.latencies["search"]) + len(tally.latencies["write"])
     document = {
         "benchmark": "serve", "data": str(data), "scopes": scopes, "traces_per_scope": per_scope,
         "traces": scopes * per_scope, "servers": servers, "clients": clients, "seconds": seconds,
-        "write_share": write_share, "kill_at": kill_at, "threads": threads, "k": k,
+        "write_share": write_share, "kill_at": kill_at, "threads": threads, "workers": workers,
+        "offered_rps": rate, "k": k,
         "fill_s": prepared["fill_s"], "ready_s": round(ready_s, 2), "restart_s": report.get("restart_s"),
         "requests_ok": done, "throughput_rps": round(done / report["wall_s"], 1),
         "search_ms": _percentiles(tally.latencies["search"]),
@@ -264,8 +298,9 @@ def failed(document: dict[str, Any]) -> bool:
 
 def print_table(document: dict[str, Any], console: Console | None = None) -> None:
     console = console or Console()
-    title = (f"bench serve: {document['clients']} clients, {document['seconds']:.0f} s, "
-             f"{document['servers']} server(s), {document['scopes']} scopes × "
+    offered = f"{document['offered_rps']:.0f} req/s offered" if document["offered_rps"] else "closed loop"
+    title = (f"bench serve: {document['clients']} clients ({offered}), {document['seconds']:.0f} s, "
+             f"{document['servers']} server(s) × {document['workers']} process(es), {document['scopes']} scopes × "
              f"{document['traces_per_scope']} traces, {document['write_share']:.0%} writes")
     table = Table(title=title)
     for column in ("", "n", "p50 ms", "p95 ms", "p99 ms", "max ms"):

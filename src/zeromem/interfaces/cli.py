@@ -13,8 +13,9 @@ import dataclasses
 import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Callable, NoReturn, Optional, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from tqdm import tqdm
@@ -37,12 +38,12 @@ app = typer.Typer(
 # Command groups that live in their own modules plug in here, one line each:
 app.add_typer(bench_app, name="bench")
 
-DbOption = Annotated[Optional[str], typer.Option(
+DbOption = Annotated[str | None, typer.Option(
     "--db", metavar="PATH", show_default=False,
     help="store file or URL [default: $ZEROMEM_DB or ~/.zeromem/memory.db]")]
-UserOption = Annotated[Optional[str], typer.Option(
+UserOption = Annotated[str | None, typer.Option(
     "--user", help="user id of the scope (namespace) to use; scopes never see each other")]
-AgentOption = Annotated[Optional[str], typer.Option(
+AgentOption = Annotated[str | None, typer.Option(
     "--agent", help="agent id of the scope (namespace) to use, alone or with --user")]
 JsonOption = Annotated[bool, typer.Option("--json", help="print JSON instead of text")]
 
@@ -183,15 +184,15 @@ def _parse_meta(pairs: list[str]) -> dict[str, Any]:
 @friendly
 def list_traces(
     db: DbOption = None, user: UserOption = None, agent: AgentOption = None,
-    session: Annotated[Optional[str], typer.Option("--session", help="only this session id")] = None,
-    since: Annotated[Optional[str], typer.Option(
+    session: Annotated[str | None, typer.Option("--session", help="only this session id")] = None,
+    since: Annotated[str | None, typer.Option(
         "--since", help="only traces at or after this time (ISO 8601 or '8 May 2023')")] = None,
-    until: Annotated[Optional[str], typer.Option(
+    until: Annotated[str | None, typer.Option(
         "--until", help="only traces at or before this time")] = None,
-    meta: Annotated[Optional[list[str]], typer.Option(
+    meta: Annotated[list[str] | None, typer.Option(
         "--meta", metavar="KEY=VALUE", help="only traces whose metadata KEY equals VALUE "
         "(repeatable; VALUE is read as JSON when it parses, else as text)")] = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="at most this many")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=0, help="at most this many")] = None,
     offset: Annotated[int, typer.Option("--offset", min=0, help="skip this many first")] = 0,
     full: Annotated[bool, typer.Option("--full", help="print whole texts, not one line each")] = False,
     as_json: JsonOption = False,
@@ -240,7 +241,7 @@ def get(
 @app.command()
 @friendly
 def delete(
-    trace_id: Annotated[Optional[str], typer.Argument(
+    trace_id: Annotated[str | None, typer.Argument(
         metavar="[ID]", help="trace id to delete (omit it with --scope)")] = None,
     db: DbOption = None, user: UserOption = None, agent: AgentOption = None,
     scope: Annotated[bool, typer.Option(
@@ -324,9 +325,7 @@ def main() -> None:
 
 # Register more commands on ``app``; imported last because they import ``app``:
 # search, reindex, demo (cli_retrieval); serve, keys (cli_service); mcp (cli_mcp).
-from . import cli_mcp, cli_retrieval, cli_service  # noqa: E402,F401
-
-
+from . import cli_mcp, cli_retrieval, cli_service  # noqa: F401
 
 if __name__ == "__main__":
     # Run as a script, this file is the module __main__, while the command modules above

@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ..ingest import load_file
 from ..memory import Memory
 from ..reader.base import usage
-from .cli import AgentOption, DbOption, JsonOption, UserOption, app, friendly, open_memory, print_json
+from .cli import (
+    AgentOption,
+    DbOption,
+    JsonOption,
+    UserOption,
+    app,
+    friendly,
+    open_memory,
+    print_json,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "locomo_moving_city.json"
 
@@ -38,8 +47,8 @@ def _print_evidence(result, *, show_why: bool = False) -> None:
 def search(
     query: Annotated[str, typer.Argument(help="the question or cue to find evidence for")],
     k: Annotated[int, typer.Option("--k", help="at most this many turns of evidence")] = 10,
-    session: Annotated[Optional[str], typer.Option(help="only this session")] = None,
-    as_of: Annotated[Optional[str], typer.Option("--as-of", help="ignore traces after this time")] = None,
+    session: Annotated[str | None, typer.Option(help="only this session")] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="ignore traces after this time")] = None,
     why: Annotated[bool, typer.Option("--why", help="show the score breakdown of each item")] = False,
     context: Annotated[bool, typer.Option("--context", help="print the rendered prompt block")] = False,
     db: DbOption = None, user: UserOption = None, agent: AgentOption = None,
@@ -76,7 +85,7 @@ def reindex(db: DbOption = None, user: UserOption = None, agent: AgentOption = N
 @app.command()
 @friendly
 def demo(
-    file: Annotated[Optional[Path], typer.Argument(help="a LoCoMo-format conversation")] = None,
+    file: Annotated[Path | None, typer.Argument(help="a LoCoMo-format conversation")] = None,
     k: Annotated[int, typer.Option("--k", help="turns of evidence per question")] = 5,
 ) -> None:
     """The main job end to end: ingest a conversation, index it, answer its questions with evidence."""

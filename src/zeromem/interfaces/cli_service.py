@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import logging
-from typing import Annotated, Optional
+import os
+from typing import Annotated
 
 import typer
 
 from ..errors import InvalidInput
 from ..store.keys import new_api_key
 from ..types import Scope
-from .cli import AgentOption, DbOption, JsonOption, UserOption, app, friendly, open_memory, print_json
+from .cli import (
+    AgentOption,
+    DbOption,
+    JsonOption,
+    UserOption,
+    app,
+    friendly,
+    open_memory,
+    print_json,
+)
 
 keys_app = typer.Typer(help="API keys of `zeromem serve`: each key reads and writes one scope.",
                        no_args_is_help=True)
@@ -28,53 +39,48 @@ def serve(
         "--no-auth", help="no API keys: every request uses --user/--agent (single local user only)")] = False,
     user: UserOption = None, agent: AgentOption = None,
     max_body_mb: Annotated[float, typer.Option("--max-body-mb", help="largest request body accepted")] = 16.0,
-    reader_url: Annotated[Optional[str], typer.Option(
+    reader_url: Annotated[str | None, typer.Option(
         "--reader-url", help="OpenAI-compatible API root for /v1/answer, e.g. http://localhost:8000/v1")] = None,
-    reader_model: Annotated[Optional[str], typer.Option("--reader-model", help="model name for the reader")] = None,
-    workers_threads: Annotated[int, typer.Option(
-        "--threads", help="worker threads for requests (FastAPI's pool)")] = 40,
+    reader_model: Annotated[str | None, typer.Option("--reader-model", help="model name for the reader")] = None,
+    workers: Annotated[int, typer.Option(
+        "--workers", min=1, help="server processes (each keeps its own in-memory indexes, "
+        "kept fresh from the store; use up to one per core)")] = 1,
+    threads: Annotated[int, typer.Option(
+        "--threads", min=1, help="request threads per process")] = 8,
     log_level: Annotated[str, typer.Option("--log-level")] = "warning",
 ) -> None:
     """Serve the memory over HTTP: REST API at /v1 (OpenAPI docs at /docs), inspector at /."""
-    import anyio.to_thread
     import uvicorn
 
-    from .server import ServerSettings, create_app
+    from .server.app import ENVIRONMENT
 
     if no_auth and host not in ("127.0.0.1", "localhost", "::1"):
         raise InvalidInput("--no-auth serves anyone who can connect: only with --host 127.0.0.1")
     if (reader_url is None) != (reader_model is None):
         raise InvalidInput("--reader-url and --reader-model go together")
-    reader = None
-    if reader_url is not None:
-        from ..reader.openai_compat import OpenAICompatReader
-        reader = OpenAICompatReader(reader_url, str(reader_model))
-    mem = open_memory(db, user, agent, create=True)
-    settings = ServerSettings(require_auth=not no_auth, user=user, agent=agent,
-                              max_body_bytes=int(max_body_mb * 1024 * 1024), reader=reader)
-    application = create_app(mem, settings)
-
-    @application.on_event("startup")
-    async def _threads() -> None:
-        anyio.to_thread.current_default_thread_limiter().total_tokens = workers_threads
-
+    with open_memory(db, user, agent, create=True) as mem:  # creates/migrates the store once
+        path = mem.path
+        keys = len([k for k in mem.store.api_keys() if k.active])
+    os.environ[ENVIRONMENT] = json.dumps({
+        "db": db if db is not None and "://" in str(db) else path, "user": user, "agent": agent,
+        "require_auth": not no_auth, "max_body_bytes": int(max_body_mb * 1024 * 1024),
+        "reader_url": reader_url, "reader_model": reader_model, "threads": threads})
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    keys = len([k for k in mem.store.api_keys() if k.active])
     auth = "no auth" if no_auth else f"{keys} active API key(s)"
-    typer.echo(f"zeromem serve: {mem.path} on http://{host}:{port} ({auth}); docs at /docs", err=True)
+    typer.echo(f"zeromem serve: {path} on http://{host}:{port} ({auth}, {workers} worker process(es)); "
+               "docs at /docs", err=True)
     if not no_auth and keys == 0:
         typer.echo("  no API key yet: make one with `zeromem keys add --db ... --user U`", err=True)
-    try:
-        uvicorn.run(application, host=host, port=port, log_level=log_level, access_log=False)
-    finally:
-        mem.close()
+    uvicorn.run("zeromem.interfaces.server.app:app_from_environment", factory=True, host=host,
+                port=port, workers=workers if workers > 1 else None, log_level=log_level,
+                access_log=False)
 
 
 @keys_app.command("add")
 @friendly
 def keys_add(
     db: DbOption = None, user: UserOption = None, agent: AgentOption = None,
-    label: Annotated[Optional[str], typer.Option(help="a note to tell keys apart")] = None,
+    label: Annotated[str | None, typer.Option(help="a note to tell keys apart")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Make a key for one scope (--user and/or --agent) and print it once; only its hash is kept."""

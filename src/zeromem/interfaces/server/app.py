@@ -7,7 +7,9 @@ app over any store.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -42,6 +45,8 @@ class ServerSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     reader: Any = None  # answers /v1/answer (e.g. an OpenAICompatReader); None: 409 there
     warm_up: bool = True  # load the models at start so the first search is not slow
+    threads: int | None = None  # request threads (FastAPI's pool; None: its default of 40)
+    close_memory: bool = False  # close the Memory when the server stops (it owns it)
 
 
 def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAPI:
@@ -49,9 +54,15 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.threads:
+            anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
         if settings.warm_up:
             threading.Thread(target=_warm_up, args=(memory,), name="zeromem-warm-up", daemon=True).start()
-        yield
+        try:
+            yield
+        finally:
+            if settings.close_memory:
+                memory.close()
 
     app = FastAPI(title="zeromem", version=__version__, lifespan=lifespan,
                   description="Agent memory where every memory operation is deterministic code: "
@@ -77,6 +88,24 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
         app.mount("/", StaticFiles(directory=STATIC_DIR, html=True), name="inspector")
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     return app
+
+
+ENVIRONMENT = "ZEROMEM_SERVE"
+
+
+def app_from_environment() -> FastAPI:
+    """The app ``zeromem serve`` runs in each worker process: its options arrive as JSON in
+    ``$ZEROMEM_SERVE`` (a worker is started by uvicorn, not by the command that parsed them)."""
+    options = json.loads(os.environ[ENVIRONMENT])
+    reader = None
+    if options.get("reader_url"):
+        from ...reader.openai_compat import OpenAICompatReader
+        reader = OpenAICompatReader(options["reader_url"], options["reader_model"])
+    memory = Memory(options["db"], user=options.get("user"), agent=options.get("agent"))
+    settings = ServerSettings(require_auth=options["require_auth"], user=options.get("user"),
+                              agent=options.get("agent"), max_body_bytes=options["max_body_bytes"],
+                              reader=reader, threads=options.get("threads"), close_memory=True)
+    return create_app(memory, settings)
 
 
 def _health(memory: Memory) -> dict[str, Any]:
