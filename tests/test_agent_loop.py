@@ -4,16 +4,14 @@ offline dry run."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from loopback_server import LoopbackJSONServer
 
 from zeromem import InvalidInput, Memory
 from zeromem.agent import AgentLoop
@@ -27,7 +25,7 @@ FIRST = "Do you remember where I live now?"
 SECOND = "And what is my cat called?"
 
 
-class FakeChatServer:
+class FakeChatServer(LoopbackJSONServer):
     """A /v1/chat/completions endpoint on a free loopback port; records each request body.
 
     Replies with ``status`` and a completion whose text is ``reply`` and whose ``usage``
@@ -35,43 +33,19 @@ class FakeChatServer:
     """
 
     def __init__(self) -> None:
-        self.requests: list[dict] = []
         self.status = 200
         self.reply = "Capitol Hill, in Denver."
         self.usage: dict | None = {"prompt_tokens": 250, "completion_tokens": 7}
-        fake = self
+        super().__init__(self._respond)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                fake.requests.append({"path": self.path, "body": body})
-                if fake.status == 200:
-                    payload: dict = {"object": "chat.completion", "model": body.get("model"),
-                                     "choices": [{"index": 0, "message": {
-                                         "role": "assistant", "content": fake.reply}}]}
-                    if fake.usage is not None:
-                        payload["usage"] = dict(fake.usage, total_tokens=sum(fake.usage.values()))
-                else:
-                    payload = {"error": {"message": "model not loaded"}}
-                raw = json.dumps(payload).encode()
-                self.send_response(fake.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def _respond(self, request: dict) -> tuple[int, dict]:
+        if self.status != 200:
+            return self.status, {"error": {"message": "model not loaded"}}
+        payload: dict = {"object": "chat.completion", "model": request["body"].get("model"),
+                         "choices": [{"index": 0, "message": {"role": "assistant", "content": self.reply}}]}
+        if self.usage is not None:
+            payload["usage"] = dict(self.usage, total_tokens=sum(self.usage.values()))
+        return 200, payload
 
 
 @pytest.fixture

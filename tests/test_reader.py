@@ -2,52 +2,28 @@
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from loopback_server import LoopbackJSONServer
 
-from zeromem.reader import OpenAICompatReader, ReaderError, build_messages, usage
-from zeromem.reader import openai_compat
+from zeromem.reader import (
+    OpenAICompatReader,
+    ReaderError,
+    build_messages,
+    openai_compat,
+    usage,
+)
 
 
-class _Server:
+class _Server(LoopbackJSONServer):
     """Replies with the queued (status, body) pairs, in order; records every request."""
 
     def __init__(self) -> None:
         self.replies: list[tuple[int, object]] = []
         self.default: tuple[int, object] | None = None  # the reply once ``replies`` is empty
-        self.requests: list[dict] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-                length = int(self.headers.get("Content-Length", 0))
-                server.requests.append({"path": self.path, "headers": dict(self.headers),
-                                        "body": json.loads(self.rfile.read(length))})
-                status, body = (server.replies.pop(0) if server.replies
-                                else server.default or (500, {"error": "none left"}))
-                raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: object) -> None:
-                pass  # keep test output clean
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(lambda _: self.replies.pop(0) if self.replies
+                         else self.default or (500, {"error": "none left"}))
 
 
 def _completion(text: str, prompt: int | None = 120, completion: int | None = 4) -> dict:
