@@ -7,7 +7,7 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from zeromem import Config, Memory
+from zeromem import Config, EncoderConfig, Memory
 from zeromem.interfaces.server import ServerSettings, create_app
 from zeromem.reader.base import ReaderAnswer
 from zeromem.store.keys import new_api_key
@@ -227,3 +227,19 @@ def test_stats_whoami_active_reindex_and_delete_scope(client, served):
     assert client.delete("/v1/scope", headers=mine).json() == {"deleted": 1}
     assert client.get("/v1/stats", headers=mine).json()["traces"] == 0
     assert client.get("/v1/stats", headers=other).json()["traces"] == 1
+
+
+def test_a_missing_embedder_degrades_search_and_readiness(tmp_path):
+    config = Config(encoders=EncoderConfig(embedding_model=str(tmp_path / "no-such-model")))
+    mem = Memory(tmp_path / "d.db", config=config)
+    app = create_app(mem, ServerSettings(warm_up=False))
+    headers = make_key(mem, "dee")
+    with TestClient(app) as client:
+        stored = client.post("/v1/traces", headers=headers, json={"text": "Dee keeps bees in Lyon."})
+        assert stored.status_code == 201  # a missing model never fails a write
+        found = client.post("/v1/search", headers=headers, json={"query": "Who keeps bees?", "k": 3}).json()
+        assert found["evidence"][0]["text"] == "Dee keeps bees in Lyon."
+        assert found["degraded"] and found["degraded"][0].startswith("embedder")
+        ready = client.get("/readyz").json()
+        assert ready["ready"] is True and ready["embedder"].startswith("unavailable")
+    mem.close()

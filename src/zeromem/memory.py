@@ -4,13 +4,14 @@ the engine retrieves. It holds no logic of its own beyond argument plumbing."""
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from .config import Config, default_db_path
-from .encoders.bundle import Encoders
+from .encoders.bundle import EncoderFailure, Encoders
 from .errors import InvalidInput
 from .indexes.indexer import Indexer, RefreshReport
 from .ingest import check_conversations, load_file
@@ -166,11 +167,15 @@ class Memory:
         The write is already stored; a failure here (no model installed, a crash in an
         encoder) must not look like a failed write, so it is logged and the sessions stay
         marked dirty: the next ``index()`` or ``search()`` derives them, or says what is wrong.
+        Once an encoder is known to be down, writes do not try again (search answers degraded
+        meanwhile, see ``health``); reopening the memory does.
         """
-        if not (self.config.index_on_write or force):
+        if not (self.config.index_on_write or force) or self.encoders.failures():
             return
         try:
             self.indexer.refresh(scope)
+        except EncoderFailure as exc:  # logged once; the next search derives what it can
+            self.encoders.fail(exc.component, exc)
         except Exception as exc:  # noqa: BLE001 - reported, and retried by the next search
             _log.warning("zeromem: indexing after a write was deferred to the next search: %s", exc)
 
@@ -197,6 +202,20 @@ class Memory:
             self.retriever.prepared(scope)
             self.retriever.save(scope)
 
+    def health(self) -> dict[str, Any]:
+        """Whether this memory can answer, and with which models (a server's readiness check).
+
+        Returns ``{"ready", "store", "embedder", "ner", "degraded"}``. ``store`` is ``"ok"`` when
+        a read of the store succeeds, else ``"error: <why>"``. ``embedder`` and ``ner`` are
+        ``"ok"`` or ``"unavailable: <why>"``: each is loaded on the first call (seconds) and the
+        outcome is kept, so later calls cost a store read. ``degraded`` has one line per
+        unavailable model saying what searches skip without it. ``ready`` is True exactly when
+        the store works: writes are accepted and searches answer, possibly degraded (a missing
+        model never makes a write fail or a search raise). A model that failed is tried again
+        only by a new ``Memory``.
+        """
+        return self.retriever.health(self.scope)
+
     # -- retrieval ------------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10, session: str | None = None, as_of: Any = None,
                filters: Mapping[str, Any] | None = None, user: str | None = _UNSET,
@@ -212,7 +231,14 @@ class Memory:
     def search_detailed(self, query: str, *, k: int = 10, session: str | None = None,
                         as_of: Any = None, filters: Mapping[str, Any] | None = None,
                         user: str | None = _UNSET, agent: str | None = _UNSET) -> SearchResult:
-        """Like ``search`` but also returns the query profile, route, timings and no-answer score."""
+        """Like ``search`` but also returns the query profile, route, timings, no-answer score
+        and ``degraded``: what the search had to do without (empty when every model works).
+
+        When the embedder or the NER pipeline is missing or fails, search still answers from
+        what works — BM25 and the hierarchy always, the graph if NER works, dense similarity if
+        the embedder works — and ``degraded`` says which component failed, why, and what was
+        skipped (docs/decisions.md, "Degraded search").
+        """
         return self.retriever.search(self._scope(user, agent), query, k=k, session=session,
                                      as_of=as_of, filters=dict(filters) if filters else None)
 
@@ -220,10 +246,12 @@ class Memory:
                        session: str | None = None, as_of: Any = None,
                        filters: Mapping[str, Any] | None = None, user: str | None = _UNSET,
                        agent: str | None = _UNSET) -> RenderedContext:
-        """The prompt block for ``query``: chronological evidence within ``budget_tokens``."""
-        evidence = self.search(query, k=k, session=session, as_of=as_of, filters=filters,
-                               user=user, agent=agent)
-        return self.render(evidence, budget_tokens=budget_tokens, user=user, agent=agent)
+        """The prompt block for ``query``: chronological evidence within ``budget_tokens``;
+        its ``degraded`` says what the search had to do without (see ``search_detailed``)."""
+        result = self.search_detailed(query, k=k, session=session, as_of=as_of, filters=filters,
+                                      user=user, agent=agent)
+        rendered = self.render(result.evidence, budget_tokens=budget_tokens, user=user, agent=agent)
+        return dataclasses.replace(rendered, degraded=tuple(result.degraded))
 
     def render(self, evidence: Iterable[Evidence], *, budget_tokens: int | None = 2000,
                user: str | None = _UNSET, agent: str | None = _UNSET) -> RenderedContext:

@@ -6,10 +6,15 @@ change (so nothing is re-encoded after a restart or an unrelated edit), encodes 
 batch, and swaps the session's units in one transaction. Deleted or updated-away text therefore
 leaves every unit, vector and mention at the next refresh; ``rebuild`` derives everything anew
 from the traces and must give the same units as the incremental path.
+
+When an encoder is down (``encoders.bundle.EncoderFailure``), ``derive`` makes the dirty
+sessions' units in memory with the encoders that work, for a degraded search; nothing of that
+is stored, so the sessions stay dirty and the next healthy ``refresh`` derives them normally.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -20,9 +25,11 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from ..encoders.bundle import EMBEDDER, NER, EncoderFailure
 from ..store.base import DerivedUnit
 from ..store.fingerprint import check_fingerprint, clear_fingerprint
 from ..types import Scope
+from .scope_index import SessionUnits, StoredUnit
 from .units import segment_session
 
 _EMBEDDED_LEVELS = ("turn", "span")
@@ -44,6 +51,15 @@ class RefreshReport:
     encoder_seconds: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass
+class DerivedSession:
+    """A session derived in memory only (``Indexer.derive``)."""
+
+    units: SessionUnits
+    fingerprint: tuple[tuple[str, int], ...]  # (trace id, version) it was derived from
+    lacking: frozenset[str]  # components whose output some of its units lack ("embedder", "ner")
+
+
 class Indexer:
     """Derives units, vectors and entity mentions for a store's scopes."""
 
@@ -59,6 +75,12 @@ class Indexer:
 
     def rebuild(self, scope: Scope, progress: bool = False) -> RefreshReport:
         """Drop every derived unit of ``scope`` and derive them again from the traces."""
+        if self.store.count(scope):
+            # A missing model must fail the rebuild before it drops anything: else the scope
+            # would be left with no units at all, every search degraded until the model is back.
+            encoders = self._encoders()
+            for component in (EMBEDDER, NER):
+                encoders.load(component)
         self.store.reset_derived(scope)
         clear_fingerprint(self.store, scope)  # the rebuild records the embedder it uses
         return self.refresh(scope, progress=progress)
@@ -74,7 +96,7 @@ class Indexer:
         self._reuse_stored_encodings(scope, plans)
         encoders = self._encoders()
         # Vectors of one scope come from one embedder: never mix them (EmbedderMismatch).
-        check_fingerprint(self.store, scope, encoders.fingerprint)
+        check_fingerprint(self.store, scope, _guarded(EMBEDDER, lambda: encoders.fingerprint))
         self._encode(plans, encoders, report, progress)
         entity_vectors = self._entity_vectors(scope, plans, encoders, report)
         for plan in plans:
@@ -84,6 +106,45 @@ class Indexer:
         report.seconds = time.perf_counter() - started
         self._record_timings(report)
         return report
+
+    def derive(self, scope: Scope, sessions: list[str], *, embed: bool, ner: bool,
+               unchanged: dict[str, tuple[tuple[str, int], ...]] | None = None) -> list[DerivedSession]:
+        """Derive ``sessions`` in memory, storing nothing, with only the encoders allowed.
+
+        Units get the stored encodings of their text where the scope has them (as in
+        ``refresh``); otherwise no vector when ``embed`` is False and no mentions when ``ner``
+        is False (``DerivedSession.lacking`` says so). A session whose traces are still
+        ``unchanged[session]`` is left out. Raises ``EncoderFailure`` if an allowed encoder
+        fails.
+        """
+        plans = [self._plan(scope, session) for session in sessions]
+        known = unchanged or {}
+        plans = [p for p in plans if known.get(p["session"]) != tuple(p["fingerprint"])]
+        if not plans:
+            return []
+        self._reuse_stored_encodings(scope, plans)
+        encoders = self._encoders()
+        if embed:
+            check_fingerprint(self.store, scope, _guarded(EMBEDDER, lambda: encoders.fingerprint))
+        self._encode(plans, encoders, RefreshReport(), False, embed=embed, ner=ner)
+        out = []
+        for plan in plans:
+            units = self._units(plan)
+            lacking = set()
+            if any(u.level in _EMBEDDED_LEVELS and u.vector is None for u in units):
+                lacking.add(EMBEDDER)
+            stored = []
+            for u in units:
+                missing = [EMBEDDER] if not embed else []
+                if u.level == "turn" and u.text_hash not in plan["mentions"]:
+                    missing.append(NER)
+                    lacking.add(NER)
+                stored.append(StoredUnit(
+                    u.level, u.position, u.text, _provisional(u.text_hash, missing), u.rowids,
+                    None if u.vector is None else np.frombuffer(u.vector, dtype=np.float32), u.mentions))
+            out.append(DerivedSession(SessionUnits(plan["session"], plan["traces"], stored),
+                                      tuple(plan["fingerprint"]), frozenset(lacking)))
+        return out
 
     # -- steps --------------------------------------------------------------------------
     def _plan(self, scope: Scope, session: str) -> dict[str, Any]:
@@ -107,7 +168,7 @@ class Indexer:
                 plan["mentions"].setdefault(key, mentions)
 
     def _encode(self, plans: list[dict[str, Any]], encoders: Any, report: RefreshReport,
-                progress: bool) -> None:
+                progress: bool, *, embed: bool = True, ner: bool = True) -> None:
         to_embed: dict[str, str] = {}
         to_ner: dict[str, str] = {}
         for plan in plans:
@@ -116,9 +177,9 @@ class Indexer:
             for draft in plan["drafts"]:
                 h = draft.text_hash
                 from_spans = draft.level == "turn" and draft.rowids[0] in split
-                if draft.level in _EMBEDDED_LEVELS and h not in plan["vecs"] and not from_spans:
+                if embed and draft.level in _EMBEDDED_LEVELS and h not in plan["vecs"] and not from_spans:
                     to_embed[h] = draft.text
-                if draft.level == "turn" and h not in plan["mentions"]:
+                if ner and draft.level == "turn" and h not in plan["mentions"]:
                     trace = raw[draft.rowids[0]]
                     to_ner[h] = " ".join([trace.text, *trace.attachments])
         # The embedder (ONNX Runtime / torch) releases the GIL while it computes, so chunks of
@@ -130,12 +191,14 @@ class Indexer:
             embed_keys = sorted(to_embed)
             embed_texts = [to_embed[k] for k in embed_keys]
             pool = ThreadPoolExecutor(max_workers=EMBED_WORKERS, thread_name_prefix="zeromem-embed")
-            embedding = [pool.submit(_timed, encoders.embedder.encode, embed_texts[i:i + EMBED_CHUNK])
+            encode = _guarded(EMBEDDER, lambda: encoders.embedder).encode
+            embedding = [pool.submit(_timed, encode, embed_texts[i:i + EMBED_CHUNK])
                          for i in range(0, len(embed_texts), EMBED_CHUNK)]
         try:
             if to_ner:
                 ner_keys = sorted(to_ner)
-                mentions, seconds = _timed(encoders.extractor.extract, [to_ner[k] for k in ner_keys])
+                extract = _guarded(NER, lambda: encoders.extractor).extract
+                mentions, seconds = _guarded(NER, lambda: _timed(extract, [to_ner[k] for k in ner_keys]))
                 report.encoder_seconds["entities"] = seconds
                 report.ner_texts = len(ner_keys)
                 fresh_m: dict[str, list[tuple]] = {}
@@ -152,7 +215,7 @@ class Indexer:
                 with tqdm(total=len(embed_keys), desc="embedding units", unit="text",
                           disable=not progress, leave=False) as bar:
                     for future in embedding:
-                        parts.append(future.result())
+                        parts.append(_guarded(EMBEDDER, future.result))
                         bar.update(len(parts[-1][0]))
                 vectors = np.concatenate([part for part, _ in parts])
                 report.encoder_seconds["dense"] = sum(seconds for _, seconds in parts)
@@ -166,6 +229,12 @@ class Indexer:
 
     def _commit(self, scope: Scope, plan: dict[str, Any], entity_vectors: dict[str, bytes]) -> None:
         """Store the session's units; a session another writer changed meanwhile stays dirty."""
+        units = self._units(plan)
+        expected = [(int(tid[1:]), version) for tid, version in plan["fingerprint"]]
+        self.store.commit_session(scope, plan["session"], expected, units, entity_vectors)
+
+    def _units(self, plan: dict[str, Any]) -> list[DerivedUnit]:
+        """The session's units with the vectors and mentions the plan holds."""
         span_vectors: dict[int, list[np.ndarray]] = {}
         for draft in plan["drafts"]:
             blob = plan["vecs"].get(draft.text_hash)
@@ -188,8 +257,7 @@ class Indexer:
             units.append(DerivedUnit(draft.level, draft.position, draft.text, draft.text_hash, draft.rowids,
                                      draft.first_seq, draft.last_seq, draft.speaker, draft.time, vector,
                                      tuple(tuple(m) for m in mentions)))
-        expected = [(int(tid[1:]), version) for tid, version in plan["fingerprint"]]
-        self.store.commit_session(scope, plan["session"], expected, units, entity_vectors)
+        return units
 
     def _entity_vectors(self, scope: Scope, plans: list[dict[str, Any]], encoders: Any,
                         report: RefreshReport) -> dict[str, bytes]:
@@ -200,7 +268,8 @@ class Indexer:
         if not missing:
             return {}
         t0 = time.perf_counter()
-        vectors = encoders.embedder.encode(missing)
+        encode = _guarded(EMBEDDER, lambda: encoders.embedder).encode
+        vectors = _guarded(EMBEDDER, lambda: encode(missing))
         report.encoder_seconds["dense"] = report.encoder_seconds.get("dense", 0.0) + (time.perf_counter() - t0)
         report.encoded_texts += len(missing)
         return {e: np.asarray(v, dtype=np.float32).tobytes() for e, v in zip(missing, vectors)}
@@ -216,6 +285,26 @@ def _mean_unit(vectors: list[np.ndarray]) -> np.ndarray:
     mean = np.mean(vectors, axis=0)
     mean /= max(float(np.linalg.norm(mean)), 1e-12)
     return mean.astype(np.float32)
+
+
+def _provisional(text_hash: str, missing: list[str]) -> str:
+    """The hash an in-memory unit is keyed by: its text hash with bits flipped by a mask that
+    depends on what it lacks. ``ScopeIndex.apply`` keeps a unit whose (position, hash, traces)
+    did not change, so the stored unit that later replaces it must not share its key, and nor
+    must a unit derived again with more of its encodings."""
+    mask = hashlib.blake2b(("derived in memory without " + "+".join(missing)).encode(), digest_size=12).digest()
+    return bytes(a ^ b for a, b in zip(bytes.fromhex(text_hash), mask)).hex()
+
+
+def _guarded(component: str, call: Callable[[], Any]) -> Any:
+    """``call()``, with any error raised as an ``EncoderFailure`` naming ``component``: a
+    search can then go on without that encoder (retrieval/service.py)."""
+    try:
+        return call()
+    except EncoderFailure:
+        raise
+    except Exception as exc:  # a missing model and a crash while encoding alike
+        raise EncoderFailure(component, exc) from exc
 
 
 def _timed(func: Callable[[Any], Any], arg: Any) -> tuple[Any, float]:

@@ -3,6 +3,10 @@
 profile φ(q) → route ρ → view 1 (graph PPR + lexical refinement) and view 2 (hierarchy) →
 fusion → top-K primary → closure → calibration → at most ``k`` turns of evidence.
 No step calls a language model; the only encoder touched per query is the query embedding.
+
+A search may be told to ``skip`` channels whose encoder is down (docs/decisions.md, "Degraded
+search"): ``"dense"`` (no query embedding: BM25 alone scores every level, entities align by
+name only) and ``"graph"`` (the graph view gets no weight; the hierarchy view answers).
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +22,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ..config import RetrievalConfig
+from ..encoders.bundle import EMBEDDER, EncoderFailure
 from ..types import Evidence, Provenance
 from ..views.graph import align_entities, normalize_title, query_ngrams
 from ..views.hierarchy import hierarchy_scores
@@ -37,6 +42,7 @@ REFINE_SHORTLIST = 100
 AGGREGATE_LEXICAL_SHARE = 0.35
 AGGREGATE_DIVERSITY = 0.9  # δ for them when the configured session_diversity is plain ranking
 TITLE_WEIGHT = 1.0  # an episode the query names outright (a page title, a thread's name)
+DENSE, GRAPH = "dense", "graph"  # the channels a degraded search can skip
 _HARD_TERM = re.compile(r"\"([^\"]+)\"|'([^']{3,})'|\b(\d[\d,.:/-]*)\b|\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 
 
@@ -47,6 +53,9 @@ class SearchResult:
     route: Route
     no_answer_score: float
     timings: dict[str, float] = field(default_factory=dict)
+    # What this answer had to do without, e.g. "embedder: <why>; skipped: dense similarity";
+    # empty when every component worked (retrieval/service.py fills it).
+    degraded: list[str] = field(default_factory=list)
 
 
 _BLAS = ThreadpoolController()
@@ -60,18 +69,28 @@ class Engine:
         self.encode_query = encode_query
 
     def search(self, prep: PreparedScope, query: str, *, k: int = 10, session: str | None = None,
-               as_of: dt.datetime | None = None, allowed_rowids: set[int] | None = None) -> SearchResult:
+               as_of: dt.datetime | None = None, allowed_rowids: set[int] | None = None,
+               skip: Collection[str] = ()) -> SearchResult:
+        """Evidence for ``query`` from ``prep``; ``skip``: channels to do without (``"dense"``,
+        ``"graph"``). A failing query embedding raises ``EncoderFailure`` (the caller may
+        search again skipping ``"dense"``)."""
         t0 = time.perf_counter()
-        qvec = self.encode_query(query)
+        qvec = None
+        if DENSE not in skip:
+            try:
+                qvec = self.encode_query(query)
+            except Exception as exc:  # whatever broke, the embedder is down
+                raise EncoderFailure(EMBEDDER, exc) from exc
         t_enc = time.perf_counter()
         # The per-query arrays are small: a multi-threaded BLAS spends more time waking its
         # threads than computing (measured ~100x slower on a busy 2-core machine).
         with _BLAS.limit(limits=1, user_api="blas"):
-            return self._search(prep, query, qvec, t0, t_enc, k, session, as_of, allowed_rowids)
+            return self._search(prep, query, qvec, t0, t_enc, k, session, as_of, allowed_rowids,
+                                GRAPH in skip)
 
-    def _search(self, prep: PreparedScope, query: str, qvec: np.ndarray, t0: float, t_enc: float,
+    def _search(self, prep: PreparedScope, query: str, qvec: np.ndarray | None, t0: float, t_enc: float,
                 k: int, session: str | None, as_of: dt.datetime | None,
-                allowed_rowids: set[int] | None) -> SearchResult:
+                allowed_rowids: set[int] | None, skip_graph: bool) -> SearchResult:
         cfg = self.config
         profile = build_profile(query, prep.speakers)
         plan = route(profile, cfg.primary_weight, cfg.local_primary_weight)
@@ -88,6 +107,8 @@ class Engine:
         grams = query_ngrams([w for w in profile.words])
         aligned = align_entities(prep.graph, grams, qvec, index.entity_matrix(), index.entity_names)
         share = AGGREGATE_LEXICAL_SHARE if profile.aggregation else LEXICAL_SHARE
+        if qvec is None:
+            share = 1.0  # no cosine to mix in: BM25 is each level's whole score
         if prep.n_live > cfg.large_scope_turns:
             scores = score_candidate_turns(prep, qtokens, qvec, aligned, damping=cfg.ppr_damping,
                                            per_source=cfg.large_scope_candidates,
@@ -113,6 +134,8 @@ class Engine:
             w_graph, w_hier = 0.0, 1.0
         if not cfg.use_hierarchy:
             w_graph, w_hier = 1.0, 0.0
+        if skip_graph:  # entity mentions are missing for some turns: PPR over them would be skewed
+            w_graph, w_hier = 0.0, 1.0
         fused = fuse({"graph": graph, "hierarchy": hier}, {"graph": w_graph, "hierarchy": w_hier})
 
         compat = np.ones(n)

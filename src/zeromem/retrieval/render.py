@@ -23,6 +23,9 @@ class RenderedContext:
     text: str
     evidence: tuple[Evidence, ...]
     tokens: int
+    # What the search behind it had to do without (``SearchResult.degraded``); empty when
+    # every model worked or the evidence came from elsewhere.
+    degraded: tuple[str, ...] = ()
 
 
 def _line(ev: Evidence) -> str:

@@ -15,6 +15,10 @@ candidate turns and leaves every other turn at 0:
   the level's rows (``DenseIndex.sample_scores``) in place of the median of all rows.
 
 Measured against the full path in docs/decisions.md.
+
+Without a query vector (``qvec`` None: the embedder is down, see docs/decisions.md "Degraded
+search") every cosine is 0 and no turn is a candidate by cosine; the engine then gives BM25 the
+whole of each level's score (``lexical_share`` 1).
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ def _fit(values: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def score_every_turn(prep: PreparedScope, qtokens: list[str], qvec: np.ndarray,
+def score_every_turn(prep: PreparedScope, qtokens: list[str], qvec: np.ndarray | None,
                      aligned: dict[int, float], *, damping: float,
                      lexical_share: float = LEXICAL_SHARE) -> TurnScores:
     index = prep.index
@@ -64,7 +68,8 @@ def score_every_turn(prep: PreparedScope, qtokens: list[str], qvec: np.ndarray,
     for level in LEVELS:
         lex, live = _level_arrays(prep, level, qtokens)
         units = index.levels[level]
-        cos = _fit(units.dense.scores(qvec), units.size)
+        cos = (_fit(units.dense.scores(qvec), units.size) if qvec is not None
+               else np.zeros(units.size, dtype=np.float32))
         if level == "turn":
             dense_cosine = np.where(units.alive.view(), cos, 0.0)
         level_scores[level] = lexical_share * normalize_live(lex, live) + (1 - lexical_share) * normalize_live(cos, live)
@@ -74,7 +79,7 @@ def score_every_turn(prep: PreparedScope, qtokens: list[str], qvec: np.ndarray,
     return TurnScores(lift_to_turns(prep.hier, level_scores), ppr, dense_cosine, None)
 
 
-def score_candidate_turns(prep: PreparedScope, qtokens: list[str], qvec: np.ndarray,
+def score_candidate_turns(prep: PreparedScope, qtokens: list[str], qvec: np.ndarray | None,
                           aligned: dict[int, float], *, damping: float, per_source: int,
                           required: np.ndarray, eligible: np.ndarray,
                           lexical_share: float = LEXICAL_SHARE) -> TurnScores:
@@ -85,11 +90,16 @@ def score_candidate_turns(prep: PreparedScope, qtokens: list[str], qvec: np.ndar
         bm25[level], live_of[level] = _level_arrays(prep, level, qtokens)
     dense = {level: index.levels[level].dense for level in LEVELS}
 
-    nearest, nearest_cos = dense["turn"].candidates(qvec, 2 * per_source)
+    if qvec is not None:
+        nearest, nearest_cos = dense["turn"].candidates(qvec, 2 * per_source)
+    else:
+        nearest, nearest_cos = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
     norms: dict[str, tuple[float, float, float, float]] = {}  # per level, computed once
     turn_cos = np.full(n, np.nan)  # the turn level is asked twice: score each turn once
 
     def cosines(level: str, units: np.ndarray) -> np.ndarray:
+        if qvec is None:
+            return np.zeros(len(units), dtype=np.float32)
         if level != "turn":
             return dense[level].scores_of(qvec, units)
         missing = units[np.isnan(turn_cos[units])]
@@ -98,7 +108,8 @@ def score_candidate_turns(prep: PreparedScope, qtokens: list[str], qvec: np.ndar
 
     def level_scores(level: str, units: np.ndarray) -> np.ndarray:
         if level not in norms:
-            lex, sample = bm25[level][live_of[level]], dense[level].sample_scores(qvec)
+            lex = bm25[level][live_of[level]]
+            sample = dense[level].sample_scores(qvec) if qvec is not None else np.zeros(0, dtype=np.float32)
             cos_top = float(sample.max(initial=0.0))
             if level == "turn":
                 cos_top = max(cos_top, float(nearest_cos.max(initial=0.0)))

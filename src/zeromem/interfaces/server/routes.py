@@ -166,7 +166,7 @@ def search(body: SearchIn, who: CallerDep, mem: MemoryDep) -> SearchOut:
                      no_answer_score=float(result.no_answer_score),
                      route={"primary": result.route.primary, "rho": result.route.rho},
                      timings={k: float(v) for k, v in result.timings.items()},
-                     degraded=list(getattr(result, "degraded", []) or []))
+                     degraded=list(result.degraded))
 
 
 @router.post("/context", response_model=ContextOut, tags=["retrieval"],
@@ -177,7 +177,7 @@ def context(body: ContextIn, who: CallerDep, mem: MemoryDep) -> ContextOut:
     rendered = mem.render(result.evidence, budget_tokens=body.budget_tokens, **_scope(who))
     return ContextOut(text=rendered.text, tokens=rendered.tokens,
                       evidence=[EvidenceOut.from_evidence(ev, why=body.why) for ev in rendered.evidence],
-                      degraded=list(getattr(result, "degraded", []) or []))
+                      degraded=list(result.degraded))
 
 
 @router.post("/answer", response_model=AnswerOut, tags=["retrieval"],
@@ -197,7 +197,8 @@ def answer(body: AnswerIn, request: Request, who: CallerDep, mem: MemoryDep) -> 
         model=getattr(reply, "model", None), prompt_tokens=getattr(reply, "prompt_tokens", None),
         completion_tokens=getattr(reply, "completion_tokens", None),
         context=ContextOut(text=rendered.text, tokens=rendered.tokens,
-                           evidence=[EvidenceOut.from_evidence(ev) for ev in rendered.evidence]))
+                           evidence=[EvidenceOut.from_evidence(ev) for ev in rendered.evidence],
+                           degraded=list(rendered.degraded)))
 
 
 @router.get("/active", tags=["retrieval"], status_code=501,
