@@ -282,7 +282,7 @@ def serve_command(
     write_share: Annotated[float, typer.Option("--write-share", min=0.0, max=1.0)] = 0.2,
     kill_at: Annotated[float | None, typer.Option(
         "--kill-at", help="SIGKILL the servers this many seconds in, then restart them")] = None,
-    threads: Annotated[int, typer.Option("--threads", min=1, help="request threads per server process")] = 8,
+    threads: Annotated[int, typer.Option("--threads", min=1, help="request threads per server process")] = 4,
     workers: Annotated[int, typer.Option("--workers", min=1, help="processes per server (zeromem serve --workers)")] = 1,
     rate: Annotated[float | None, typer.Option(
         "--rate", min=1.0, help="offered load in requests/s across all clients (Poisson arrivals); "

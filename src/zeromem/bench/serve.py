@@ -89,20 +89,27 @@ def _free_port() -> int:
 def start_server(db: Path, port: int, threads: int, workers: int = 1) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     return subprocess.Popen([sys.executable, "-m", "zeromem.interfaces.cli", "serve", "--db", str(db),
-                             "--port", str(port), "--threads", str(threads), "--workers", str(workers)],
+                             "--port", str(port), "--threads", str(threads), "--workers", str(workers),
+                             "--preload"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)  # a process group: killed with its workers
 
 
-def wait_ready(port: int, timeout_s: float = 180.0) -> float:
+def wait_ready(port: int, timeout_s: float = 180.0, times: int = 1) -> float:
+    """Seconds until /readyz answered 200 ``times`` times in a row (each request may reach
+    another worker process of the server: ask often enough to have met them all)."""
     start = time.perf_counter()
+    streak = 0
     while time.perf_counter() - start < timeout_s:
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
-                return time.perf_counter() - start
+            with httpx.Client(timeout=2) as fresh:  # a new connection: maybe another worker
+                ok = fresh.get(f"http://127.0.0.1:{port}/readyz").status_code == 200
         except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
+            ok = False
+        streak = streak + 1 if ok else 0
+        if streak >= times:
+            return time.perf_counter() - start
+        time.sleep(0.02 if ok else 0.1)
     raise RuntimeError(f"the server on port {port} did not become ready in {timeout_s:.0f} s")
 
 
@@ -118,7 +125,9 @@ def _kill_tree(proc: subprocess.Popen) -> None:
 # -- load --------------------------------------------------------------------------------------
 async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: list[str],
                   questions: list[str], texts: list[str], write_share: float, deadline: float,
-                  k: int, tally: Tally, down: asyncio.Event, rate: float | None) -> None:
+                  k: int, tally: Tally, down: asyncio.Event, rate: float | None, run_tag: str) -> None:
+    # Each client writes one session of its own per run (a rerun on the same --db starts new
+    # sessions instead of growing old ones): the agent-loop pattern of one live thread per client.
     rng = random.Random(number)
     scope = number % len(keys)
     headers = {"Authorization": f"Bearer {keys[scope]}"}
@@ -138,7 +147,7 @@ async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: 
         body: dict[str, Any]
         if write:
             path, body = "/v1/traces", {"text": f"{rng.choice(texts)} [w{number}-{sent}]",
-                                        "session": f"live-{number}", "speaker": f"client{number}"}
+                                        "session": f"live-{run_tag}-{number}", "speaker": f"client{number}"}
         else:
             path, body = "/v1/search", {"query": rng.choice(questions), "k": k, "why": False}
         start = time.perf_counter()
@@ -178,7 +187,7 @@ async def _killer(procs: list[subprocess.Popen], ports: list[int], db: Path, thr
     for index, port in enumerate(ports):
         procs[index] = start_server(db, port, threads, workers)
     for port in ports:
-        await asyncio.to_thread(wait_ready, port)
+        await asyncio.to_thread(wait_ready, port, 180.0, 8 * workers)
     report["restart_s"] = round(time.perf_counter() - start, 2)
     down.clear()
 
@@ -189,6 +198,7 @@ async def load(ports: list[int], keys: list[str], questions: list[str], texts: l
                kill_at: float | None, rate: float | None) -> tuple[Tally, dict[str, Any]]:
     tally = Tally()
     report: dict[str, Any] = {}
+    run_tag = time.strftime("%Y%m%d%H%M%S")
     down = asyncio.Event()
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(timeout=60.0, limits=limits) as http:
@@ -196,7 +206,7 @@ async def load(ports: list[int], keys: list[str], questions: list[str], texts: l
         deadline = start + seconds
         tasks = [asyncio.create_task(_client(n, http, ports, keys, questions, texts, write_share,
                                              deadline, k, tally, down,
-                                             rate / clients if rate else None))
+                                             rate / clients if rate else None, run_tag))
                  for n in range(clients)]
         if kill_at:
             tasks.append(asyncio.create_task(_killer(procs, ports, db, threads, workers, kill_at,
@@ -242,11 +252,8 @@ def run(data: Path, *, db: Path | None, scopes: int, per_scope: int, servers: in
     ports = [_free_port() for _ in range(servers)]
     procs = [start_server(target, port, threads, workers) for port in ports]
     try:
-        ready_s = max(wait_ready(port) for port in ports)
-        # Warm every scope once so the run measures serving, not the first build.
-        for key in prepared["keys"]:
-            httpx.post(f"http://127.0.0.1:{ports[0]}/v1/search", json={"query": questions[0], "k": k},
-                       headers={"Authorization": f"Bearer {key}"}, timeout=120)
+        # --preload: ready means every scope's index is built, in every worker
+        ready_s = max(wait_ready(port, times=8 * workers) for port in ports)
         before = {scope: stored_ids(ports[0], key) for scope, key in enumerate(prepared["keys"])}
         tally, report = asyncio.run(load(ports, prepared["keys"], questions, texts, clients=clients,
                                          seconds=seconds, write_share=write_share, k=k, procs=procs,

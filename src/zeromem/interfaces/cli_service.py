@@ -46,7 +46,9 @@ def serve(
         "--workers", min=1, help="server processes (each keeps its own in-memory indexes, "
         "kept fresh from the store; use up to one per core)")] = 1,
     threads: Annotated[int, typer.Option(
-        "--threads", min=1, help="request threads per process")] = 8,
+        "--threads", min=1, help="request threads per process")] = 4,
+    preload: Annotated[bool, typer.Option(
+        "--preload", help="build every scope's in-memory index at start (/readyz waits for it)")] = False,
     log_level: Annotated[str, typer.Option("--log-level")] = "warning",
 ) -> None:
     """Serve the memory over HTTP: REST API at /v1 (OpenAPI docs at /docs), inspector at /."""
@@ -64,7 +66,8 @@ def serve(
     os.environ[ENVIRONMENT] = json.dumps({
         "db": db if db is not None and "://" in str(db) else path, "user": user, "agent": agent,
         "require_auth": not no_auth, "max_body_bytes": int(max_body_mb * 1024 * 1024),
-        "reader_url": reader_url, "reader_model": reader_model, "threads": threads})
+        "reader_url": reader_url, "reader_model": reader_model, "threads": threads,
+        "preload": preload})
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     auth = "no auth" if no_auth else f"{keys} active API key(s)"
     typer.echo(f"zeromem serve: {path} on http://{host}:{port} ({auth}, {workers} worker process(es)); "

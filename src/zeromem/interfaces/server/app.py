@@ -46,18 +46,24 @@ class ServerSettings:
     reader: Any = None  # answers /v1/answer (e.g. an OpenAICompatReader); None: 409 there
     warm_up: bool = True  # load the models at start so the first search is not slow
     threads: int | None = None  # request threads (FastAPI's pool; None: its default of 40)
+    preload: bool = False  # build every scope's in-memory index before /readyz says ready
     close_memory: bool = False  # close the Memory when the server stops (it owns it)
 
 
 def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAPI:
     settings = settings or ServerSettings()
 
+    warmed = threading.Event()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.threads:
             anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
         if settings.warm_up:
-            threading.Thread(target=_warm_up, args=(memory,), name="zeromem-warm-up", daemon=True).start()
+            threading.Thread(target=_warm_up, args=(memory, settings.preload, warmed),
+                             name="zeromem-warm-up", daemon=True).start()
+        else:
+            warmed.set()
         try:
             yield
         finally:
@@ -82,6 +88,8 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
     @app.get("/readyz", tags=["health"], summary="The store answers; which models work")
     def readyz() -> JSONResponse:
         report = _health(memory)
+        if settings.preload and not warmed.is_set():
+            report.update(ready=False, loading="building the scopes' in-memory indexes (--preload)")
         return JSONResponse(report, status_code=200 if report.get("ready") else 503)
 
     if STATIC_DIR.is_dir():
@@ -104,7 +112,8 @@ def app_from_environment() -> FastAPI:
     memory = Memory(options["db"], user=options.get("user"), agent=options.get("agent"))
     settings = ServerSettings(require_auth=options["require_auth"], user=options.get("user"),
                               agent=options.get("agent"), max_body_bytes=options["max_body_bytes"],
-                              reader=reader, threads=options.get("threads"), close_memory=True)
+                              reader=reader, threads=options.get("threads"), close_memory=True,
+                              preload=bool(options.get("preload")))
     return create_app(memory, settings)
 
 
@@ -120,12 +129,19 @@ def _health(memory: Memory) -> dict[str, Any]:
     return {"ready": True, "store": "ok"}
 
 
-def _warm_up(memory: Memory) -> None:
+def _warm_up(memory: Memory, preload: bool, done: threading.Event) -> None:
+    """Load the models (and with ``preload`` every scope's index) before the first request
+    needs them; each worker process does its own."""
     try:
         _health(memory)
         memory.retriever.engine()
+        if preload:
+            for scope in memory.store.scopes():
+                memory.retriever.prepared(scope)
     except Exception as exc:  # noqa: BLE001 - /readyz reports it
         _log.warning("zeromem server: warm-up failed: %s", exc)
+    finally:
+        done.set()
 
 
 class BodyLimit:
