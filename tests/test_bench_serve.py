@@ -22,4 +22,4 @@ def test_bench_serve_survives_a_kill_and_checks_every_response(tmp_path, example
     assert document["errors"] == 0 and document["cross_scope_results"] == 0
     assert document["acknowledged_missing"] == 0 and document["acknowledged_writes"] > 0
     assert document["restart_s"] is not None and document["search_ms"]["n"] > 0
-    assert 0 <= document["stored_beyond_acknowledged"] <= document["unacknowledged_writes"]
+    assert 0 <= document["stored_beyond_acknowledged"] <= document["unanswered_writes_in_restart"]

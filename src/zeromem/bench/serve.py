@@ -287,7 +287,7 @@ def run(data: Path, *, db: Path | None, scopes: int, per_scope: int, servers: in
         "all_ms": _percentiles(tally.latencies["search"] + tally.latencies["write"]),
         "statuses": tally.statuses, "errors": len(tally.errors), "error_samples": tally.errors[:5],
         "refused_while_restarting": tally.down_failures,
-        "unacknowledged_writes": tally.unacknowledged_writes,
+        "unanswered_writes_in_restart": tally.unacknowledged_writes,
         "acknowledged_writes": sum(len(ids) for ids in acknowledged.values()),
         "acknowledged_missing": missing, "stored_beyond_acknowledged": extra,
         "cross_scope_results": cross, "llm_calls": 0, "cpu_count": os.cpu_count(),
@@ -321,7 +321,7 @@ def print_table(document: dict[str, Any], console: Console | None = None) -> Non
     checks.add_column("")
     checks.add_column("value", justify="right")
     for key in ("throughput_rps", "errors", "cross_scope_results", "acknowledged_writes",
-                "acknowledged_missing", "stored_beyond_acknowledged", "unacknowledged_writes",
-                "refused_while_restarting", "restart_s", "ready_s", "fill_s", "llm_calls"):
+                "acknowledged_missing", "stored_beyond_acknowledged",
+                "unanswered_writes_in_restart", "refused_while_restarting", "restart_s", "ready_s", "fill_s", "llm_calls"):
         checks.add_row(key, str(document[key]))
     console.print(checks)
