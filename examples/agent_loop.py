@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from zeromem import Memory, ZeromemError
 from zeromem.agent import AgentLoop, LoopTotals, TurnResult
-from zeromem.reader import OpenAICompatReader, ReaderError, build_messages
+from zeromem.reader import OpenAICompatReader, ReaderError
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"imported {count} traces from {args.import_file}")
             loop = AgentLoop(memory, reader, session=args.session, budget_tokens=args.budget,
                              k=args.k, live_turns=args.live_turns, user_speaker=args.name,
-                             assistant_speaker=args.assistant_name, prompt_builder=build_messages)
+                             assistant_speaker=args.assistant_name)
         except ZeromemError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

@@ -244,7 +244,7 @@ def test_the_example_script_prints_the_prompt_offline(tmp_path, example_path):
     assert "dry run, no LLM is called" in out
     assert out.count("----- prompt that would be sent -----") == 2
     assert "I live in Capitol Hill now" in out  # retrieved evidence is in the printed prompt
-    assert f"Question: {FIRST}" in out and f"Question: {SECOND}" in out
+    assert f"User: {FIRST}" in out and f"User: {SECOND}" in out  # the agent prompt
     assert out.count("memory LLM calls 0") == 3  # each turn and the totals
     assert "totals: 2 turn(s), 0 reader call(s)" in out
     with Memory(tmp_path / "x.db") as memory:
