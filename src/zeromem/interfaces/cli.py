@@ -324,8 +324,8 @@ def main() -> None:
 
 
 # Register more commands on ``app``; imported last because they import ``app``:
-# search, reindex, demo (cli_retrieval); serve, keys (cli_service); mcp (cli_mcp).
-from . import cli_mcp, cli_retrieval, cli_service  # noqa: F401
+# search, reindex, demo (cli_retrieval); serve, keys (cli_service); mcp (cli_mcp); migrate (cli_migrate).
+from . import cli_mcp, cli_migrate, cli_retrieval, cli_service  # noqa: F401
 
 if __name__ == "__main__":
     # Run as a script, this file is the module __main__, while the command modules above

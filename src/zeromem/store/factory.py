@@ -6,7 +6,9 @@ Accepted targets:
 * ``sqlite:///abs/path.db`` (three slashes, then the absolute path; ``%20`` and friends are
   decoded; SQLAlchemy's four-slash ``sqlite:////abs/path.db`` is the same file) or
   ``sqlite:///:memory:`` → SQLite;
-* ``postgresql://...`` / ``postgres://...`` → not built yet (StoreError);
+* ``postgresql://user@host:port/db`` / ``postgres://...`` (libpq URL: password, ``?sslmode=``
+  and other libpq parameters as PostgreSQL documents them) → PostgreSQL + pgvector
+  (``store.postgres``, docs/postgres.md);
 * any other ``scheme://`` → InvalidInput listing these forms.
 
 A new backend is one module implementing ``StoreBase`` plus one entry in ``_BACKENDS``.
@@ -26,7 +28,7 @@ from .sqlite import SQLiteStore
 
 _URL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 SUPPORTED_FORMS = ("a file path such as ~/.zeromem/memory.db", "':memory:'",
-                   "sqlite:///absolute/path.db", "sqlite:///:memory:")
+                   "sqlite:///absolute/path.db", "sqlite:///:memory:", "postgresql://user@host:port/db")
 
 
 def open_store(target: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
@@ -77,9 +79,13 @@ def _open_sqlite(url: str, max_text_chars: int, timeout_s: float) -> StoreBase:
     return SQLiteStore(path, max_text_chars=max_text_chars, timeout_s=timeout_s)
 
 
-def _postgres_unavailable(url: str, max_text_chars: int, timeout_s: float) -> StoreBase:
-    raise StoreError("the PostgreSQL backend is not available yet in this zeromem: store the "
-                     "memory in a SQLite file (a path, or sqlite:///absolute/path.db) for now")
+def _open_postgres(url: str, max_text_chars: int, timeout_s: float) -> StoreBase:
+    try:
+        from .postgres import PostgresStore
+    except ImportError as exc:  # psycopg / psycopg_pool missing from this environment
+        raise StoreError(f"the PostgreSQL backend needs psycopg 3 and psycopg_pool ({exc}): "
+                         "pip install 'psycopg[binary]' psycopg-pool") from None
+    return PostgresStore(url, max_text_chars=max_text_chars, timeout_s=timeout_s)
 
 
 def _redacted(url: str) -> str:
@@ -90,6 +96,6 @@ def _redacted(url: str) -> str:
 # scheme → opener. A new backend is one entry here (and its module).
 _BACKENDS: dict[str, Callable[[str, int, float], StoreBase]] = {
     "sqlite": _open_sqlite,
-    "postgresql": _postgres_unavailable,
-    "postgres": _postgres_unavailable,
+    "postgresql": _open_postgres,
+    "postgres": _open_postgres,
 }

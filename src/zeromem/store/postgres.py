@@ -1,0 +1,706 @@
+"""PostgreSQL + pgvector store: the same source of record as SQLiteStore, for a shared server.
+
+``PostgresStore("postgresql://user@host:5432/db")`` (or ``open_store`` / ``Memory`` with that
+URL) connects through a ``psycopg_pool.ConnectionPool``, brings the schema up to date
+(postgres_schema.py, under an advisory lock) and then behaves as ``StoreBase`` says — the
+conformance suite (tests/conformance) runs unchanged on both backends:
+
+* every write is one transaction that first bumps and locks its scope's version row
+  (postgres_derived.lock_scope): writes to one scope are serialized across processes, ids
+  grow in commit order, a batch lands whole or not at all; writes to different scopes run
+  side by side;
+* every multi-statement read (``read_changes``, ``load_snapshot``, ``trace_entities``,
+  ``stats``) is one REPEATABLE READ transaction: one consistent version of the scope;
+* every statement on a per-scope table filters by ``scope_key`` (the scope as JSON, e.g.
+  ``["ana",""]``) and every join is on it, so the tables can be distributed by scope with
+  Citus (docs/postgres.md). Three reads are across scopes by contract (``scopes()``,
+  ``stats()`` of the whole store, ``get_rowids``); they carry the comment ``/* all-scopes */``.
+
+PostgreSQL cannot store the NUL character (``\\x00``) in text: such input is refused with
+InvalidInput before anything is written (SQLite would store it).
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ..errors import InvalidInput, NotFound, StoreError
+from ..types import HistoryEvent, Scope, Trace
+from . import postgres_derived as pgd
+from . import validate
+from .base import (
+    CleanDraft,
+    DerivedUnit,
+    StoreBase,
+    TraceDraft,
+    TraceRows,
+    check_meta_key,
+    check_meta_value,
+    not_found_message,
+    parse_trace_id,
+    scope_key,
+    scope_meta_suffix,
+    trace_id,
+)
+from .keys import ApiKey, check_key_id
+from .postgres_schema import migrate
+from .sqlite import _now, _row_fields, _row_to_key, _row_to_trace
+
+__all__ = ["PostgresStore", "redact_url"]
+
+T = TypeVar("T")
+_META_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_RETRIES = 5  # deadlocks and serialization failures are retried, then reported
+_RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
+_COLUMNS = ("rowid_, text, user_key, agent_key, session, has_session, session_time, speaker, role,"
+            " event_time, recorded_at, seq, source_id, metadata, attachments, version")
+_KEY_COLUMNS = "key_id, user_key, agent_key, label, created_at, revoked_at"
+_TIME = "COALESCE(event_time, session_time, recorded_at)"
+ALL_SCOPES = "/* all-scopes */ "  # marks the statements that read across scopes on purpose
+DEFAULT_POOL_SIZE = 8
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password (in the user part or a ``password=`` parameter)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":***"
+        netloc = f"{userinfo}@{host}"
+    query = re.sub(r"(^|&)(password=)[^&]*", r"\1\2***", parts.query)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _no_nul(value: str | None, field: str) -> None:
+    if value is not None and "\x00" in value:
+        raise InvalidInput(f"{field} contains a NUL character (\\x00), which PostgreSQL cannot "
+                           "store in text: remove it")
+
+
+class PostgresStore(StoreBase):
+    """Verbatim traces, history, scope versions and derived rows in PostgreSQL + pgvector."""
+
+    def __init__(self, url: str, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
+                 timeout_s: float = 30.0, pool_size: int = DEFAULT_POOL_SIZE) -> None:
+        self.path = redact_url(url)
+        self.max_text_chars = max_text_chars
+        self._closed = False
+        try:
+            first = psycopg.connect(url, autocommit=True, connect_timeout=max(2, int(timeout_s)))
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to {self.path}: {_first_line(exc)}") from None
+        try:
+            migrate(first)
+            self._vector_oid = int(_one(first.execute("SELECT 'vector'::regtype::oid"))[0])
+        except StoreError:
+            raise
+        except pg_errors.InsufficientPrivilege as exc:
+            raise StoreError(f"cannot set up the zeromem schema in {self.path}: {_first_line(exc)}; "
+                             "an administrator must run CREATE EXTENSION vector there (pgvector), "
+                             "or grant this user CREATE on the database") from None
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open {self.path} as a zeromem store: {_first_line(exc)}") from None
+        finally:
+            first.close()
+        self._pool = ConnectionPool(url, min_size=1, max_size=max(1, pool_size), open=False,
+                                    kwargs={"autocommit": True, "connect_timeout": max(2, int(timeout_s))},
+                                    configure=self._configure,
+                                    timeout=timeout_s, name="zeromem")
+        try:
+            self._pool.open(wait=True, timeout=timeout_s)
+        except PoolTimeout:
+            self._pool.close()
+            raise StoreError(f"cannot open a connection pool to {self.path} within {timeout_s} s") from None
+
+    # -- plumbing -----------------------------------------------------------------------
+    def _configure(self, conn: psycopg.Connection) -> None:
+        pgd.register_vector(conn, self._vector_oid)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._pool.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"the store {self.path} is closed: open it again (a new Memory)")
+
+    @contextmanager
+    def _connection(self, what: str) -> Iterator[psycopg.Connection]:
+        """A pooled autocommit connection; driver errors become StoreError naming ``what``."""
+        self._check_open()
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except PoolTimeout:
+            raise StoreError(f"no free connection to {self.path}: the pool stayed busy; try again") from None
+        except psycopg.Error as exc:
+            raise StoreError(f"{what} failed on {self.path}: {_first_line(exc)}") from None
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[tuple]:
+        with self._connection("read") as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def _snapshot(self, fn: Callable[[psycopg.Connection], T]) -> T:
+        """``fn(conn)`` inside ONE repeatable-read, read-only transaction."""
+        with self._connection("read") as conn:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            try:
+                return fn(conn)
+            finally:
+                conn.execute("ROLLBACK")
+
+    def _write(self, fn: Callable[[psycopg.Connection], T]) -> T:
+        """``fn(conn)`` in one transaction: all of it or nothing; deadlocks are retried."""
+        for attempt in range(_RETRIES):
+            try:
+                with self._connection("write") as conn, conn.transaction():
+                    return fn(conn)
+            except StoreError as exc:
+                if not isinstance(exc.__context__, _RETRYABLE) or attempt == _RETRIES - 1:
+                    raise StoreError(f"{exc}; nothing was changed") from None
+        raise StoreError(f"write failed on {self.path}")  # pragma: no cover - loop always returns
+
+    def _scope(self, scope: Scope) -> str:
+        """The scope's ``scope_key`` (JSON of (user, agent)), after the interface's checks."""
+        user, agent = scope_key(scope)
+        _no_nul(user, "user")
+        _no_nul(agent, "agent")
+        return scope_meta_suffix(scope)
+
+    def clean(self, draft: TraceDraft) -> CleanDraft:
+        """The interface's checks, then PostgreSQL's own: no NUL character in any text."""
+        out = super().clean(draft)
+        for field in ("text", "session", "speaker", "source_id"):
+            _no_nul(getattr(out, field), field)
+        for item in out.attachments:
+            _no_nul(item, "attachment")
+        return out
+
+    # -- derived rows (DerivedStoreBase; the SQL is in postgres_derived.py) -----------------
+    def dirty_sessions(self, scope: Scope) -> builtins.list[str]:
+        key = self._scope(scope)
+        with self._connection("read") as conn:
+            return pgd.dirty_sessions(conn, key)
+
+    def reset_derived(self, scope: Scope) -> None:
+        key = self._scope(scope)
+        self._write(lambda conn: pgd.reset_derived(conn, key))
+
+    def stored_encodings(self, scope: Scope, text_hashes: Sequence[str]
+                         ) -> tuple[dict[str, bytes], dict[str, builtins.list[tuple]]]:
+        key = self._scope(scope)
+        return self._snapshot(lambda conn: pgd.stored_encodings(conn, key, text_hashes))
+
+    def entities_with_vectors(self, scope: Scope, names: Sequence[str]) -> set[str]:
+        key = self._scope(scope)
+        with self._connection("read") as conn:
+            return pgd.entities_with_vectors(conn, key, names)
+
+    def commit_session(self, scope: Scope, session: str, expected: Sequence[tuple[int, int]],
+                       units: Sequence[DerivedUnit], entity_vectors: dict[str, bytes]) -> bool:
+        key = self._scope(scope)
+        try:
+            self._write(lambda conn: pgd.commit_session(conn, key, session, expected, units, entity_vectors))
+        except pgd.Stale:
+            return False
+        return True
+
+    def trace_entities(self, scope: Scope, rowid: int, limit: int = 20
+                       ) -> tuple[builtins.list[tuple[str, str, str, int, int]],
+                                  builtins.list[tuple[int, builtins.list[str]]]]:
+        key = self._scope(scope)
+        return self._snapshot(lambda conn: pgd.trace_entities(conn, key, rowid, limit))
+
+    def add_encoder_timings(self, seconds: dict[str, float], items: dict[str, int]) -> None:
+        self._write(lambda conn: pgd.add_encoder_timings(conn, seconds, items))
+
+    def read_changes(self, scope: Scope, since: int, known_entities: set[str]) -> dict:
+        """What an in-memory index at version ``since`` lacks, read in one repeatable-read
+        transaction (one consistent version of the scope); see ``derived.read_changes``."""
+        key = self._scope(scope)
+        out = self._snapshot(lambda conn: pgd.read_changes(conn, key, since, known_entities, _COLUMNS))
+        out["traces"] = [_row_to_trace(row) for row in out["traces"]]
+        return out
+
+    def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes],
+                      format: int = 1) -> None:
+        """Replace the scope's persisted index (derived, disposable) in one transaction."""
+        key = self._scope(scope)
+
+        def body(conn: psycopg.Connection) -> None:
+            # Two processes saving the same scope at once take turns on its version row.
+            conn.execute("SELECT version FROM scope_versions WHERE scope_key = %s FOR UPDATE", (key,))
+            conn.execute("DELETE FROM scope_snapshot_parts WHERE scope_key = %s", (key,))
+            conn.cursor().executemany(
+                "INSERT INTO scope_snapshot_parts (scope_key, name, blob) VALUES (%s, %s, %s)",
+                [(key, name, blob) for name, blob in sorted(parts.items())])
+            conn.execute(
+                "INSERT INTO scope_snapshots (scope_key, version, format, blob) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (scope_key) DO UPDATE SET version = excluded.version,"
+                " format = excluded.format, blob = excluded.blob",
+                (key, version, format, facts.encode("utf-8")))
+
+        self._write(body)
+
+    def load_snapshot(self, scope: Scope, format: int = 1
+                      ) -> tuple[int, str, dict[str, bytes], TraceRows] | None:
+        """(version, facts, parts, every trace by rowid) in one repeatable-read transaction,
+        or None if there is none or a wipe made it useless."""
+        key = self._scope(scope)
+
+        def body(conn: psycopg.Connection) -> tuple | None:
+            head = conn.execute(
+                "SELECT s.version, s.blob, COALESCE(v.reset_version, 0) FROM scope_snapshots s"
+                " LEFT JOIN scope_versions v ON v.scope_key = s.scope_key"
+                " WHERE s.scope_key = %s AND s.format = %s", (key, format)).fetchone()
+            if head is None or head[2] > head[0]:
+                return None
+            parts = {name: bytes(blob) for name, blob in conn.execute(
+                "SELECT name, blob FROM scope_snapshot_parts WHERE scope_key = %s", (key,))}
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM traces WHERE scope_key = %s", (key,)).fetchall()
+            return head, parts, rows
+
+        got = self._snapshot(body)
+        if got is None:
+            return None
+        head, parts, rows = got
+        traces = TraceRows({row[0]: row for row in rows}, _row_to_trace, _row_fields)
+        return int(head[0]), bytes(head[1]).decode("utf-8"), parts, traces
+
+    def snapshot_version(self, scope: Scope, format: int = 1) -> int | None:
+        rows = self._read("SELECT version FROM scope_snapshots WHERE scope_key = %s AND format = %s",
+                          (self._scope(scope), format))
+        return int(rows[0][0]) if rows else None
+
+    # -- writes -------------------------------------------------------------------------
+    def add_batches(self, batches: Sequence[tuple[Sequence[TraceDraft], Scope]]) -> builtins.list[builtins.list[str]]:
+        """Check every draft of every batch first, then store all of them in one transaction."""
+        cleaned = self.clean_batches(batches)
+        keyed = []
+        for number, (drafts, (user, agent)) in enumerate(cleaned):
+            try:
+                key = self._scope(Scope(user or None, agent or None))
+            except InvalidInput as exc:
+                prefix = f"batch #{number}, " if len(cleaned) > 1 else ""
+                raise InvalidInput(f"{prefix}{exc}") from None
+            keyed.append((drafts, key, user, agent))
+        if not any(drafts for drafts, *_ in keyed):
+            return [[] for _ in keyed]
+        now = _now()
+
+        def body(conn: psycopg.Connection) -> builtins.list[builtins.list[str]]:
+            # Lock every touched scope first, in one order: no two batches deadlock.
+            for key in sorted({key for drafts, key, *_ in keyed if drafts}):
+                pgd.lock_scope(conn, key)
+            return [_insert(conn, drafts, key, user, agent, now) for drafts, key, user, agent in keyed]
+
+        return self._write(body)
+
+    def update(self, tid: str, scope: Scope, *, text: Any = None, metadata: Any = None) -> Trace:
+        """Replace text and/or metadata; the previous version stays in the history."""
+        if text is None and metadata is None:
+            raise InvalidInput("update needs new text, new metadata, or both")
+        new_text = validate.clean_text(text, max_chars=self.max_text_chars) if text is not None else None
+        _no_nul(new_text, "text")
+        new_meta = validate.clean_metadata(metadata) if metadata is not None else None
+        rowid = parse_trace_id(tid)
+        key = self._scope(scope)
+
+        def body(conn: psycopg.Connection) -> None:
+            version = pgd.lock_scope(conn, key)
+            old_text, old_meta, session = _owned_row(conn, key, rowid, tid, scope)
+            text_out = new_text if new_text is not None else old_text
+            meta_out = (json.dumps(new_meta, ensure_ascii=False, sort_keys=True)
+                        if new_meta is not None else old_meta)
+            conn.execute("UPDATE traces SET text = %s, metadata = %s, version = version + 1"
+                         " WHERE scope_key = %s AND rowid_ = %s", (text_out, meta_out, key, rowid))
+            conn.execute(
+                "INSERT INTO trace_history (scope_key, trace_rowid, event, at, old_text, new_text,"
+                " old_metadata, new_metadata) VALUES (%s, %s, 'update', %s, %s, %s, %s, %s)",
+                (key, rowid, _now(), old_text, text_out, old_meta, meta_out))
+            pgd.mark_dirty(conn, key, [session])
+            pgd.purge_units_of_trace(conn, key, session, rowid, version)
+
+        self._write(body)
+        return self.get(tid, scope)
+
+    def delete(self, tid: str, scope: Scope) -> None:
+        """Remove a trace from the record (its history keeps a 'delete' event)."""
+        rowid = parse_trace_id(tid)
+        key = self._scope(scope)
+
+        def body(conn: psycopg.Connection) -> None:
+            version = pgd.lock_scope(conn, key)
+            old_text, old_meta, session = _owned_row(conn, key, rowid, tid, scope)
+            conn.execute("DELETE FROM traces WHERE scope_key = %s AND rowid_ = %s", (key, rowid))
+            conn.execute(
+                "INSERT INTO trace_history (scope_key, trace_rowid, event, at, old_text, old_metadata)"
+                " VALUES (%s, %s, 'delete', %s, %s, %s)", (key, rowid, _now(), old_text, old_meta))
+            pgd.mark_dirty(conn, key, [session])
+            pgd.purge_units_of_trace(conn, key, session, rowid, version)
+
+        self._write(body)
+
+    def delete_scope(self, scope: Scope) -> int:
+        """Remove every trace, history event, derived row and per-scope fact (the embedder
+        fingerprint) of one scope; returns the number of traces removed."""
+        key = self._scope(scope)
+
+        def body(conn: psycopg.Connection) -> int:
+            pgd.lock_scope(conn, key, reset=True)
+            count = conn.execute("DELETE FROM traces WHERE scope_key = %s", (key,)).rowcount
+            for table in ("trace_history", "units", "dirty_sessions", "entity_vectors",
+                          "session_changes", "scope_snapshots", "scope_snapshot_parts"):
+                conn.execute(f"DELETE FROM {table} WHERE scope_key = %s", (key,))
+            conn.execute("DELETE FROM store_meta WHERE strpos(key, ':') > 0"
+                         " AND substr(key, strpos(key, ':') + 1) = %s", (key,))
+            return int(count)
+
+        return self._write(body)
+
+    # -- bulk load (zeromem migrate; store/transfer.py) ------------------------------------
+    def bulk_load(self, traces: Sequence[tuple], history: Sequence[tuple], api_keys: Sequence[tuple],
+                  meta: Sequence[tuple[str, str]], last_id: int) -> None:
+        """Load another store's records into this EMPTY store in one transaction, ids kept.
+
+        ``traces``: (rowid, user, agent, session, seq, text, speaker, role, session_time,
+        event_time, recorded_at, source_id, metadata JSON, attachments JSON, version,
+        has_session); ``history``: (trace rowid, user, agent, event, at, old_text, new_text,
+        old_metadata, new_metadata), oldest first; ``api_keys``: (key_id, key_hash, user,
+        agent, label, created_at, revoked_at); ``meta``: (key, value). New ids continue after
+        ``last_id``. Every session is marked dirty (derived at the next index or search).
+        InvalidInput if this store holds traces, history or keys already, or a text holds NUL.
+        """
+        for row in traces:
+            for value in row[3:14]:
+                if isinstance(value, str) and "\x00" in value:
+                    raise InvalidInput(f"trace t{row[0]} contains a NUL character (\\x00), which "
+                                       "PostgreSQL cannot store: fix it in the source first")
+        keys = {(row[1], row[2]): self._scope(Scope(row[1] or None, row[2] or None))
+                for row in (*traces, *history)}
+
+        def body(conn: psycopg.Connection) -> None:
+            busy = _one(conn.execute(
+                f"{ALL_SCOPES}SELECT EXISTS (SELECT 1 FROM traces) OR EXISTS (SELECT 1 FROM trace_history)"
+                " OR EXISTS (SELECT 1 FROM api_keys)"))[0]
+            if busy:
+                raise InvalidInput(f"{self.path} already holds traces, history or API keys: "
+                                   "migrate into an empty database")
+            for key in sorted(set(keys.values())):
+                pgd.lock_scope(conn, key, reset=True)
+            cur = conn.cursor()
+            with cur.copy("COPY traces (scope_key, rowid_, user_key, agent_key, session, seq, text,"
+                          " speaker, role, session_time, event_time, recorded_at, source_id, metadata,"
+                          " attachments, version, has_session) FROM STDIN") as copy:
+                for row in traces:
+                    copy.write_row((keys[(row[1], row[2])], *row[:15], bool(row[15])))
+            with cur.copy("COPY trace_history (scope_key, trace_rowid, event, at, old_text, new_text,"
+                          " old_metadata, new_metadata) FROM STDIN") as copy:
+                for row in history:
+                    copy.write_row((keys[(row[1], row[2])], row[0], *row[3:]))
+            conn.execute("SELECT setval('zeromem_trace_ids', %s)", (max(1, last_id),))
+            sessions = sorted({(keys[(row[1], row[2])], row[3]) for row in traces})
+            if sessions:
+                cur.executemany("INSERT INTO dirty_sessions (scope_key, session) VALUES (%s, %s)"
+                                " ON CONFLICT DO NOTHING", sessions)
+            if api_keys:
+                cur.executemany("INSERT INTO api_keys (key_id, key_hash, user_key, agent_key, label,"
+                                " created_at, revoked_at) VALUES (%s, %s, %s, %s, %s, %s, %s)", list(api_keys))
+            if meta:
+                cur.executemany("INSERT INTO store_meta (key, value) VALUES (%s, %s)"
+                                " ON CONFLICT (key) DO UPDATE SET value = excluded.value", list(meta))
+
+        self._write(body)
+
+    # -- per-database facts -----------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        key = check_meta_key(key)
+        _no_nul(key, "store_meta key")
+        rows = self._read("SELECT value FROM store_meta WHERE key = %s", (key,))
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        key, value = self._meta_args(key, value)
+        self._write(lambda conn: conn.execute(
+            "INSERT INTO store_meta (key, value) VALUES (%s, %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value)))
+
+    def setdefault_meta(self, key: str, value: str) -> str:
+        key, value = self._meta_args(key, value)
+
+        def body(conn: psycopg.Connection) -> str:
+            conn.execute("INSERT INTO store_meta (key, value) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                         (key, value))
+            # A new statement sees a concurrent winner's committed value (READ COMMITTED).
+            return str(_one(conn.execute("SELECT value FROM store_meta WHERE key = %s", (key,)))[0])
+
+        return self._write(body)
+
+    def delete_meta(self, key: str) -> bool:
+        key = check_meta_key(key)
+        _no_nul(key, "store_meta key")
+        return self._write(lambda conn: conn.execute(
+            "DELETE FROM store_meta WHERE key = %s", (key,)).rowcount > 0)
+
+    @staticmethod
+    def _meta_args(key: str, value: str) -> tuple[str, str]:
+        key, value = check_meta_key(key), check_meta_value(value)
+        _no_nul(key, "store_meta key")
+        _no_nul(value, "store_meta value")
+        return key, value
+
+    # -- reads --------------------------------------------------------------------------
+    def get(self, tid: str, scope: Scope) -> Trace:
+        rowid = parse_trace_id(tid)
+        rows = self._read(f"SELECT {_COLUMNS} FROM traces WHERE scope_key = %s AND rowid_ = %s",
+                          (self._scope(scope), rowid))
+        if not rows:
+            raise NotFound(not_found_message(tid, scope))
+        return _row_to_trace(rows[0])
+
+    def get_rowids(self, rowids: Sequence[int]) -> dict[int, Trace]:
+        ids = [int(r) for r in rowids if validate.MIN_INT <= int(r) <= validate.MAX_INT]
+        if not ids:
+            return {}
+        rows = self._read(f"{ALL_SCOPES}SELECT {_COLUMNS} FROM traces WHERE rowid_ = ANY(%s::bigint[])",
+                          (ids,))
+        return {int(row[0]): _row_to_trace(row) for row in rows}
+
+    def list(self, scope: Scope, *, session: str | None = None, since: Any = None,
+             until: Any = None, metadata: dict[str, Any] | None = None,
+             limit: int | None = None, offset: int = 0) -> builtins.list[Trace]:
+        """Traces of one scope in conversation order, optionally filtered (as SQLiteStore)."""
+        where = ["scope_key = %s"]
+        params: builtins.list[Any] = [self._scope(scope)]
+        if session is not None:
+            name = validate.clean_optional_str(session, "session") or ""
+            _no_nul(name, "session")
+            where.append("session = %s")
+            params.append(name)
+        if since is not None:
+            where.append(f"{_TIME} >= %s")
+            params.append(validate.clean_time(since, "since"))
+        if until is not None:
+            where.append(f"{_TIME} <= %s")
+            params.append(validate.clean_time(until, "until"))
+        for name, value in validate.clean_metadata(metadata, "metadata filter").items():
+            if not _META_KEY_RE.match(name):
+                raise InvalidInput(f"metadata filter key {name!r} must be a plain identifier")
+            if not isinstance(value, (str, int, float, bool)) and value is not None:
+                raise InvalidInput(f"metadata filter value for {name!r} must be a scalar")
+            clause, args = _metadata_clause(name, value)
+            where.append(clause)
+            params += args
+        for label, number in (("limit", limit), ("offset", offset)):
+            if number is None and label == "limit":
+                continue
+            if (isinstance(number, bool) or not isinstance(number, int) or number < 0
+                    or number > validate.MAX_INT):
+                raise InvalidInput(f"{label} must be a non-negative int below 2**63, got {number!r}")
+        sql = (f"SELECT {_COLUMNS} FROM traces WHERE {' AND '.join(where)}"
+               " ORDER BY session_time IS NULL, session_time, session, seq, rowid_")
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        if offset:
+            sql += f" OFFSET {int(offset)}"
+        return [_row_to_trace(row) for row in self._read(sql, params)]
+
+    def history(self, tid: str, scope: Scope) -> builtins.list[HistoryEvent]:
+        rowid = parse_trace_id(tid)
+        rows = self._read(
+            "SELECT event, at, old_text, new_text, old_metadata, new_metadata FROM trace_history"
+            " WHERE scope_key = %s AND trace_rowid = %s ORDER BY id", (self._scope(scope), rowid))
+        if not rows:
+            raise NotFound(not_found_message(tid, scope))
+        return [HistoryEvent(tid, ev, at, old, new, _load(om), _load(nm))
+                for ev, at, old, new, om, nm in rows]
+
+    def sessions(self, scope: Scope) -> builtins.list[dict[str, Any]]:
+        rows = self._read(
+            f"SELECT session, bool_or(has_session), COUNT(*), MIN({_TIME}), MAX({_TIME}),"
+            " MIN((session_time IS NULL)::int), MIN(session_time) FROM traces"
+            " WHERE scope_key = %s GROUP BY session ORDER BY 6, 7, 1", (self._scope(scope),))
+        return [{"session": name if has else None, "traces": int(n), "first_time": first,
+                 "last_time": last} for name, has, n, first, last, _, _ in rows]
+
+    def add_api_key(self, key_id: str, key_hash: str, scope: Scope, label: str | None) -> ApiKey:
+        user, agent = scope_key(scope)
+        self._scope(scope)
+        key_id = check_key_id(key_id)
+        label = validate.clean_optional_str(label, "label")
+        _no_nul(label, "label")
+        _no_nul(key_hash, "key hash")
+        created = _now()
+        added = self._write(lambda conn: conn.execute(
+            "INSERT INTO api_keys (key_id, key_hash, user_key, agent_key, label, created_at)"
+            " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING key_id",
+            (key_id, key_hash, user, agent, label, created)).fetchone())
+        if added is None:
+            raise InvalidInput(f"an API key with id {key_id} already exists; make a new key")
+        return ApiKey(key_id, scope, label, created)
+
+    def api_key_by_hash(self, key_hash: str) -> ApiKey | None:
+        if not isinstance(key_hash, str) or "\x00" in key_hash:
+            return None
+        rows = self._read(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_hash = %s", (key_hash,))
+        return _row_to_key(rows[0]) if rows else None
+
+    def api_keys(self) -> builtins.list[ApiKey]:
+        return [_row_to_key(row) for row in
+                self._read(f"SELECT {_KEY_COLUMNS} FROM api_keys ORDER BY created_at, key_id")]
+
+    def revoke_api_key(self, key_id: str) -> ApiKey:
+        key_id = check_key_id(key_id)
+
+        def body(conn: psycopg.Connection) -> tuple | None:
+            conn.execute("UPDATE api_keys SET revoked_at = %s WHERE key_id = %s AND revoked_at IS NULL",
+                         (_now(), key_id))
+            return conn.execute(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_id = %s",
+                                (key_id,)).fetchone()
+
+        row = self._write(body)
+        if row is None:
+            raise NotFound(f"no API key with id {key_id!r}: see `zeromem keys list`")
+        return _row_to_key(row)
+
+    def count(self, scope: Scope) -> int:
+        return int(self._read("SELECT COUNT(*) FROM traces WHERE scope_key = %s", (self._scope(scope),))[0][0])
+
+    def scope_version(self, scope: Scope) -> int:
+        rows = self._read("SELECT version FROM scope_versions WHERE scope_key = %s", (self._scope(scope),))
+        return int(rows[0][0]) if rows else 0
+
+    def scopes(self) -> builtins.list[Scope]:
+        rows = self._read(f"{ALL_SCOPES}SELECT DISTINCT user_key, agent_key FROM traces ORDER BY 1, 2")
+        return [Scope(u or None, a or None) for u, a in rows]
+
+    def stats(self, scope: Scope | None = None) -> dict[str, Any]:
+        params: tuple[str, ...]
+        if scope is None:
+            where, params, mark = "", (), ALL_SCOPES
+        else:
+            where, params, mark = "WHERE scope_key = %s", (self._scope(scope),), ""
+
+        def body(conn: psycopg.Connection) -> dict[str, Any]:
+            def rows(sql: str) -> builtins.list[tuple]:
+                return conn.execute(mark + sql, params).fetchall()
+
+            traces, sessions, chars = rows(
+                "SELECT COUNT(*), COUNT(DISTINCT (scope_key, session)), COALESCE(SUM(length(text)), 0)"
+                f" FROM traces {where}")[0]
+            events = {e: int(n) for e, n in rows(
+                f"SELECT event, COUNT(*) FROM trace_history {where} GROUP BY event")}
+            speakers = {s: int(n) for s, n in rows(
+                f"SELECT COALESCE(speaker, ''), COUNT(*) FROM traces {where} GROUP BY 1 ORDER BY 1")}
+            span = rows("SELECT MIN(COALESCE(event_time, session_time)),"
+                        f" MAX(COALESCE(event_time, session_time)) FROM traces {where}")[0]
+            units = {lvl: int(n) for lvl, n in rows(
+                f"SELECT level, COUNT(*) FROM units {where} GROUP BY level")}
+            n_scopes = 1 if scope is not None else int(rows(
+                "SELECT COUNT(*) FROM (SELECT DISTINCT scope_key FROM traces) s")[0][0])
+            return {"path": self.path, "traces": int(traces), "sessions": int(sessions),
+                    "characters": int(chars), "scopes": n_scopes, "speakers": speakers,
+                    "history_events": events, "first_time": span[0], "last_time": span[1],
+                    "units": units}
+
+        return self._snapshot(body)
+
+
+def _one(cursor: psycopg.Cursor) -> tuple:
+    """The one row a statement returns (StoreError if it returned none)."""
+    row = cursor.fetchone()
+    if row is None:
+        raise StoreError("the database returned no row where one was expected")
+    return tuple(row)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _metadata_clause(name: str, value: Any) -> tuple[str, builtins.list[Any]]:
+    """A ``list`` metadata filter with SQLite's ``json_extract`` semantics: strings equal
+    strings; numbers equal numbers (and true/false, which SQLite reads as 1/0); None matches
+    a missing key or JSON null. ``json`` (not ``jsonb``) keeps ``\\u0000`` readable."""
+    field = "(metadata::json -> %s::text)"
+    if value is None:
+        return f"({field} IS NULL OR json_typeof({field}) = 'null')", [name, name]
+    if isinstance(value, str):
+        return (f"(json_typeof({field}) = 'string' AND {field}::text = %s)",
+                [name, name, json.dumps(value, ensure_ascii=False)])
+    number = str(int(value)) if isinstance(value, (bool, int)) else repr(float(value))
+    clause = (f"(CASE json_typeof({field}) WHEN 'number' THEN ({field}::text)::numeric"
+              f" WHEN 'boolean' THEN CASE WHEN {field}::text = 'true' THEN 1 ELSE 0 END END) = %s::numeric")
+    return clause, [name, name, name, number]
+
+
+def _owned_row(conn: psycopg.Connection, key: str, rowid: int, tid: str, scope: Scope) -> tuple:
+    """(text, metadata, session) of a trace in the scope, or NotFound: writes never cross scopes."""
+    row = conn.execute("SELECT text, metadata, session FROM traces WHERE scope_key = %s AND rowid_ = %s",
+                       (key, rowid)).fetchone()
+    if row is None:
+        raise NotFound(not_found_message(tid, scope))
+    return tuple(row)
+
+
+def _insert(conn: psycopg.Connection, drafts: Sequence[CleanDraft], key: str, user: str, agent: str,
+            now: str) -> builtins.list[str]:
+    """Insert checked drafts into one scope (inside the caller's transaction); their ids."""
+    if not drafts:
+        return []
+    implicit = sorted({d.session for d in drafts if d.seq is None})
+    stored: dict[str, int] = {}
+    if implicit:
+        stored = {s: int(top) for s, top in conn.execute(
+            "SELECT session, MAX(seq) FROM traces WHERE scope_key = %s AND session = ANY(%s) GROUP BY session",
+            (key, implicit))}
+    ids = pgd.allocate(conn, "zeromem_trace_ids", len(drafts))
+    traces: builtins.list[tuple] = []
+    history: builtins.list[tuple] = []
+    next_seq: dict[str, int] = {}  # the same rule as SQLiteStore's _insert
+    for rowid, item in zip(ids, drafts):
+        if item.seq is None:
+            if item.session not in next_seq:
+                next_seq[item.session] = stored.get(item.session, -1)
+            seq = next_seq[item.session] + 1
+            if seq > validate.MAX_INT:
+                raise InvalidInput(f"session {validate.printable(item.session)!r} already holds "
+                                   f"seq {validate.MAX_INT}, the largest: pass seq explicitly")
+            next_seq[item.session] = seq
+        else:
+            seq = item.seq
+            next_seq[item.session] = max(next_seq.get(item.session, -1), seq)
+        meta = json.dumps(item.metadata, ensure_ascii=False, sort_keys=True)
+        traces.append((key, rowid, user, agent, item.session, seq, item.text, item.speaker, item.role,
+                       item.session_time, item.event_time, now, item.source_id, meta,
+                       json.dumps(list(item.attachments), ensure_ascii=False), item.has_session))
+        history.append((key, rowid, "add", now, item.text, meta))
+    cur = conn.cursor()
+    with cur.copy("COPY traces (scope_key, rowid_, user_key, agent_key, session, seq, text, speaker,"
+                  " role, session_time, event_time, recorded_at, source_id, metadata, attachments,"
+                  " has_session) FROM STDIN") as copy:
+        for row in traces:
+            copy.write_row(row)
+    with cur.copy("COPY trace_history (scope_key, trace_rowid, event, at, new_text, new_metadata)"
+                  " FROM STDIN") as copy:
+        for row in history:
+            copy.write_row(row)
+    pgd.mark_dirty(conn, key, sorted({d.session for d in drafts}))
+    return [trace_id(rowid) for rowid in ids]
+
+
+def _load(value: str | None) -> Any:
+    return None if value is None else json.loads(value)

@@ -1,0 +1,285 @@
+"""PostgreSQL SQL for derived rows: units (with their pgvector ``vec``), mentions, entity
+vectors, the session-change log and scope versions (``PostgresStore`` exposes them as the
+``DerivedStoreBase`` methods). The PostgreSQL twin of ``derived.py``: same rows, same order.
+
+Every statement filters by ``scope_key`` and every join is on it (the scope-sharded layout,
+docs/postgres.md). Functions take a psycopg connection inside the caller's transaction.
+
+Versions: a write starts with ``lock_scope`` — the scope's version row bumped and locked until
+commit — so the writes of one scope are serialized, trace and unit ids are allocated in commit
+order within a scope, and every ``session_changes`` row of the write is stamped with the
+version the write ends at (what a reader at an older version must read again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from psycopg.adapt import Dumper, Loader
+from psycopg.pq import Format
+
+_LE32 = np.dtype("<f4")
+_BE32 = np.dtype(">f4")
+
+
+class PgVector:
+    """A float32 little-endian vector (the interface's form) on its way into a ``vector``."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+class _VectorDumper(Dumper):
+    """``PgVector`` → pgvector's binary form: int16 dims, int16 0, big-endian float4s."""
+
+    format = Format.BINARY
+
+    def dump(self, obj: PgVector) -> bytes:
+        values = np.frombuffer(obj.data, dtype=_LE32)
+        return len(values).to_bytes(2, "big") + b"\0\0" + values.astype(_BE32).tobytes()
+
+
+class _VectorLoader(Loader):
+    """pgvector's binary form → float32 little-endian bytes (what retrieval reads)."""
+
+    format = Format.BINARY
+
+    def load(self, data: Any) -> bytes:
+        return np.frombuffer(data, dtype=_BE32, offset=4).astype(_LE32).tobytes()
+
+
+def register_vector(conn: Any, oid: int) -> None:
+    """Teach ``conn`` the ``vector`` type (``oid`` in this database) in both directions."""
+    conn.adapters.register_dumper(PgVector, type("VectorDumper", (_VectorDumper,), {"oid": oid}))
+    conn.adapters.register_loader(oid, _VectorLoader)
+
+
+def vec(data: bytes | None) -> PgVector | None:
+    return None if data is None else PgVector(bytes(data))
+
+
+# -- scope versions and the change log --------------------------------------------------
+def lock_scope(conn: Any, scope_key: str, *, reset: bool = False) -> int:
+    """Count one more write to the scope and hold its version row until commit; returns the
+    version the write ends at. ``reset`` also marks a wipe (``reset_version``)."""
+    row = conn.execute(
+        "INSERT INTO scope_versions AS v (scope_key, version, reset_version)"
+        " VALUES (%s, 1, CASE WHEN %s THEN 1 ELSE 0 END)"
+        " ON CONFLICT (scope_key) DO UPDATE SET version = v.version + 1,"
+        " reset_version = CASE WHEN %s THEN v.version + 1 ELSE v.reset_version END"
+        " RETURNING version", (scope_key, reset, reset)).fetchone()
+    return int(row[0])
+
+
+def note_session_change(conn: Any, scope_key: str, session: str, version: int) -> None:
+    """Record, inside a write ending at ``version``, that ``session``'s derived rows change."""
+    conn.execute(
+        "INSERT INTO session_changes (scope_key, session, version) VALUES (%s, %s, %s)"
+        " ON CONFLICT (scope_key, session) DO UPDATE SET version = excluded.version",
+        (scope_key, session, version))
+
+
+def mark_dirty(conn: Any, scope_key: str, sessions: Sequence[str]) -> None:
+    conn.cursor().executemany(
+        "INSERT INTO dirty_sessions (scope_key, session) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        [(scope_key, session) for session in sessions])
+
+
+def purge_units_of_trace(conn: Any, scope_key: str, session: str, rowid: int, version: int) -> None:
+    """Remove every unit covering the trace (cascading to mentions), and the vectors of
+    entities nobody in the scope mentions any more (see derived.py)."""
+    units = [r[0] for r in conn.execute(
+        "SELECT id FROM units WHERE scope_key = %s AND session = %s AND %s::bigint = ANY(rowids)",
+        (scope_key, session, rowid))]
+    if not units:
+        return
+    note_session_change(conn, scope_key, session, version)
+    entities = [r[0] for r in conn.execute(
+        "SELECT DISTINCT entity FROM unit_mentions WHERE scope_key = %s AND unit_id = ANY(%s)",
+        (scope_key, units))]
+    conn.execute("DELETE FROM units WHERE scope_key = %s AND id = ANY(%s)", (scope_key, units))
+    if entities:
+        conn.execute(
+            "DELETE FROM entity_vectors e WHERE e.scope_key = %s AND e.entity = ANY(%s)"
+            " AND NOT EXISTS (SELECT 1 FROM unit_mentions m WHERE m.scope_key = e.scope_key"
+            " AND m.scope_key = %s AND m.entity = e.entity)", (scope_key, entities, scope_key))
+
+
+# -- reads ------------------------------------------------------------------------------
+_LEVEL_ORDER = ("CASE u.level WHEN 'turn' THEN 0 WHEN 'span' THEN 1 WHEN 'window' THEN 2"
+                " ELSE 3 END")
+
+
+def read_changes(conn: Any, scope_key: str, since: int, known_entities: set[str],
+                 trace_columns: str) -> dict:
+    """What an in-memory index at version ``since`` lacks (see ``derived.read_changes``); the
+    caller runs it inside ONE repeatable-read transaction."""
+    row = conn.execute("SELECT version, reset_version FROM scope_versions WHERE scope_key = %s",
+                       (scope_key,)).fetchone()
+    version, reset = (int(row[0]), int(row[1])) if row else (0, 0)
+    full = since <= 0 or reset > since
+    if full:
+        sessions = [r[0] for r in conn.execute(
+            "SELECT DISTINCT session FROM traces WHERE scope_key = %s ORDER BY session", (scope_key,))]
+    else:
+        sessions = [r[0] for r in conn.execute(
+            "SELECT session FROM session_changes WHERE scope_key = %s AND version > %s ORDER BY session",
+            (scope_key, since))]
+    out: dict = {"version": version, "full": full, "sessions": sessions, "traces": [], "units": [],
+                 "mentions": [], "entities": {}}
+    if not sessions:
+        return out
+    only = "" if full else " AND session = ANY(%s)"
+    args: tuple = (scope_key,) if full else (scope_key, sessions)
+    out["traces"] = conn.execute(
+        f"SELECT {trace_columns} FROM traces WHERE scope_key = %s{only} ORDER BY session, seq, rowid_",
+        args).fetchall()
+    uonly = only.replace("session", "u.session")
+    out["units"] = conn.cursor(binary=True).execute(
+        "SELECT u.id, u.session, u.level, u.position, u.text, u.text_hash,"
+        " array_to_json(u.rowids)::text, u.vec FROM units u"
+        f" WHERE u.scope_key = %s{uonly} ORDER BY u.session, {_LEVEL_ORDER}, u.position", args).fetchall()
+    out["mentions"] = conn.execute(
+        "SELECT m.unit_id, m.entity, m.label, m.surface, m.count FROM unit_mentions m"
+        " JOIN units u ON u.scope_key = m.scope_key AND u.id = m.unit_id"
+        f" WHERE m.scope_key = %s{uonly} ORDER BY m.unit_id, m.entity", args).fetchall()
+    wanted = sorted({r[1] for r in out["mentions"]} - known_entities)
+    if wanted:
+        out["entities"] = dict(conn.cursor(binary=True).execute(
+            "SELECT entity, vec FROM entity_vectors WHERE scope_key = %s AND entity = ANY(%s)",
+            (scope_key, wanted)).fetchall())
+    return out
+
+
+def dirty_sessions(conn: Any, scope_key: str) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT session FROM dirty_sessions WHERE scope_key = %s ORDER BY session", (scope_key,))]
+
+
+def stored_encodings(conn: Any, scope_key: str, text_hashes: Sequence[str]
+                     ) -> tuple[dict[str, bytes], dict[str, list[tuple]]]:
+    """Vectors (turn/span units) and mentions (turn units) already stored for these texts:
+    the oldest unit of each text, as in ``derived.stored_encodings``, in three queries."""
+    hashes = list(text_hashes)
+    if not hashes:
+        return {}, {}
+    found_vecs = dict(conn.cursor(binary=True).execute(
+        "SELECT DISTINCT ON (text_hash) text_hash, vec FROM units"
+        " WHERE scope_key = %s AND text_hash = ANY(%s) AND level IN ('turn', 'span') AND vec IS NOT NULL"
+        " ORDER BY text_hash, id", (scope_key, hashes)).fetchall())
+    first_turn = dict(conn.execute(
+        "SELECT DISTINCT ON (text_hash) text_hash, id FROM units"
+        " WHERE scope_key = %s AND text_hash = ANY(%s) AND level = 'turn' ORDER BY text_hash, id",
+        (scope_key, hashes)).fetchall())
+    by_unit: dict[int, list[tuple]] = {uid: [] for uid in first_turn.values()}
+    if by_unit:
+        for uid, entity, label, surface, count in conn.execute(
+                "SELECT unit_id, entity, label, surface, count FROM unit_mentions"
+                " WHERE scope_key = %s AND unit_id = ANY(%s) ORDER BY unit_id, entity",
+                (scope_key, sorted(by_unit))):
+            by_unit[uid].append((entity, label, surface, count))
+    vectors = {h: found_vecs[h] for h in hashes if h in found_vecs}
+    mentions = {h: by_unit[first_turn[h]] for h in hashes if h in first_turn}
+    return vectors, mentions
+
+
+def entities_with_vectors(conn: Any, scope_key: str, names: Sequence[str]) -> set[str]:
+    if not names:
+        return set()
+    return {r[0] for r in conn.execute(
+        "SELECT entity FROM entity_vectors WHERE scope_key = %s AND entity = ANY(%s)",
+        (scope_key, list(names)))}
+
+
+def trace_entities(conn: Any, scope_key: str, rowid: int, limit: int
+                   ) -> tuple[list[tuple[str, str, str, int, int]], list[tuple[int, list[str]]]]:
+    """See ``derived.trace_entities``; the caller runs it in one repeatable-read transaction."""
+    mentions = conn.execute(
+        "SELECT m.entity, m.label, m.surface, m.count FROM units u"
+        " JOIN unit_mentions m ON m.scope_key = u.scope_key AND m.unit_id = u.id"
+        " WHERE u.scope_key = %s AND u.level = 'turn' AND u.rowids = ARRAY[%s::bigint] ORDER BY m.entity",
+        (scope_key, rowid)).fetchall()
+    if not mentions:
+        return [], []
+    names = [m[0] for m in mentions]
+    shared: dict[int, list[str]] = {}
+    df: dict[str, int] = dict.fromkeys(names, 0)
+    for other, entity in conn.execute(
+            "SELECT u.rowids[1], m.entity FROM unit_mentions m"
+            " JOIN units u ON u.scope_key = m.scope_key AND u.id = m.unit_id"
+            " WHERE m.scope_key = %s AND u.level = 'turn' AND m.entity = ANY(%s)", (scope_key, names)):
+        df[entity] += 1
+        if other != rowid:
+            shared.setdefault(int(other), []).append(entity)
+    ranked = sorted(shared.items(), key=lambda item: (-len(item[1]), item[0]))[:max(0, limit)]
+    return ([(e, label, surface, count, df[e]) for e, label, surface, count in mentions],
+            [(other, sorted(entities)) for other, entities in ranked])
+
+
+# -- writes -----------------------------------------------------------------------------
+def reset_derived(conn: Any, scope_key: str) -> None:
+    """Drop every derived row of a scope and mark all its sessions dirty (a full rebuild)."""
+    lock_scope(conn, scope_key, reset=True)
+    for table in ("units", "entity_vectors", "session_changes", "scope_snapshots", "scope_snapshot_parts"):
+        conn.execute(f"DELETE FROM {table} WHERE scope_key = %s", (scope_key,))
+    conn.execute("INSERT INTO dirty_sessions (scope_key, session)"
+                 " SELECT DISTINCT scope_key, session FROM traces WHERE scope_key = %s"
+                 " ON CONFLICT DO NOTHING", (scope_key,))
+
+
+class Stale(Exception):
+    """commit_session found the session changed since it was planned: roll back."""
+
+
+def commit_session(conn: Any, scope_key: str, session: str,
+                   expected: Sequence[tuple[int, int]], units: Sequence,
+                   entity_vectors: dict[str, bytes]) -> None:
+    """Replace a session's derived rows if its traces are still ``expected``; raises Stale
+    (the caller rolls back, nothing changed) when they are not."""
+    version = lock_scope(conn, scope_key)
+    current = conn.execute(
+        "SELECT rowid_, version FROM traces WHERE scope_key = %s AND session = %s ORDER BY seq, rowid_",
+        (scope_key, session)).fetchall()
+    if [(int(a), int(b)) for a, b in current] != [(int(a), int(b)) for a, b in expected]:
+        raise Stale
+    conn.execute("DELETE FROM units WHERE scope_key = %s AND session = %s", (scope_key, session))
+    ids = allocate(conn, "zeromem_unit_ids", len(units))
+    cur = conn.cursor()
+    if units:
+        cur.executemany(
+            "INSERT INTO units (scope_key, id, session, level, position, text, text_hash, rowids,"
+            " first_seq, last_seq, speaker, time, vec) VALUES (%s,%s,%s,%s,%s,%s,%s,%s::bigint[],%s,%s,%s,%s,%s)",
+            [(scope_key, uid, session, u.level, u.position, u.text, u.text_hash, list(u.rowids),
+              u.first_seq, u.last_seq, u.speaker, u.time, vec(u.vector)) for uid, u in zip(ids, units)])
+    mention_rows = [(scope_key, uid, *m) for uid, u in zip(ids, units) for m in u.mentions]
+    if mention_rows:
+        cur.executemany("INSERT INTO unit_mentions (scope_key, unit_id, entity, label, surface, count)"
+                        " VALUES (%s,%s,%s,%s,%s,%s)", mention_rows)
+    mentioned = sorted({m[2] for m in mention_rows})
+    vector_rows = [(scope_key, e, "dense", vec(entity_vectors[e])) for e in mentioned if e in entity_vectors]
+    if vector_rows:
+        cur.executemany("INSERT INTO entity_vectors (scope_key, entity, model, vec) VALUES (%s,%s,%s,%s)"
+                        " ON CONFLICT DO NOTHING", vector_rows)
+    conn.execute("DELETE FROM dirty_sessions WHERE scope_key = %s AND session = %s", (scope_key, session))
+    note_session_change(conn, scope_key, session, version)
+
+
+def allocate(conn: Any, sequence: str, n: int) -> list[int]:
+    """``n`` fresh ids of ``sequence``, ascending (ids are never reused)."""
+    if n <= 0:
+        return []
+    return sorted(int(r[0]) for r in conn.execute(
+        "SELECT nextval(%s) FROM generate_series(1, %s)", (sequence, n)))
+
+
+def add_encoder_timings(conn: Any, seconds: dict[str, float], items: dict[str, int]) -> None:
+    for encoder, spent in seconds.items():
+        conn.execute(
+            "INSERT INTO encoder_timings AS t (encoder, seconds, items) VALUES (%s, %s, %s)"
+            " ON CONFLICT (encoder) DO UPDATE SET seconds = t.seconds + excluded.seconds,"
+            " items = t.items + excluded.items", (encoder, float(spent), int(items.get(encoder, 0))))
+

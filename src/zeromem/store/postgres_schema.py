@@ -1,0 +1,206 @@
+"""The PostgreSQL store's versioned schema, with forward-only migrations.
+
+Layout (docs/postgres.md): every per-scope table leads its primary key and every index with
+``scope_key`` (the scope as JSON, ``["user","agent"]``), so each one can be distributed by it
+with Citus and colocated; the per-database tables (``store_meta``, ``api_keys``,
+``encoder_timings``, ``zeromem_schema``) are the only ones without it. Text columns use the
+``"C"`` collation so that every ``ORDER BY`` sorts by code point, as SQLite does. Vectors are
+pgvector ``vector`` columns (no fixed dimension: the embedder is a per-scope choice).
+
+``migrate`` runs the missing steps in one transaction under an advisory lock, so two processes
+opening a fresh database at once are safe: the second waits, then finds the work done. A
+database written by a newer zeromem (a version above ``len(MIGRATIONS)``) is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import StoreError
+
+# pg_advisory_lock key of schema migrations ("zeromem" in ASCII, as one bigint).
+MIGRATION_LOCK = 0x7A65726F6D656D
+
+MIGRATIONS: list[str] = [
+    # v1: the source of record, derived rows, and the per-database tables.
+    """
+    CREATE SEQUENCE zeromem_trace_ids;
+    CREATE SEQUENCE zeromem_history_ids;
+    CREATE SEQUENCE zeromem_unit_ids;
+    CREATE TABLE traces (
+        scope_key text COLLATE "C" NOT NULL,
+        rowid_ bigint NOT NULL,
+        user_key text COLLATE "C" NOT NULL,
+        agent_key text COLLATE "C" NOT NULL,
+        session text COLLATE "C" NOT NULL,
+        seq bigint NOT NULL,
+        text text COLLATE "C" NOT NULL,
+        speaker text COLLATE "C",
+        role text COLLATE "C" NOT NULL,
+        session_time text COLLATE "C",
+        event_time text COLLATE "C",
+        recorded_at text COLLATE "C" NOT NULL,
+        source_id text COLLATE "C",
+        metadata text COLLATE "C" NOT NULL DEFAULT '{}',
+        attachments text COLLATE "C" NOT NULL DEFAULT '[]',
+        version bigint NOT NULL DEFAULT 1,
+        has_session boolean NOT NULL DEFAULT true,
+        PRIMARY KEY (scope_key, rowid_)
+    );
+    CREATE INDEX traces_scope_session ON traces (scope_key, session, seq);
+    CREATE INDEX traces_scope_time ON traces (scope_key, event_time);
+    CREATE TABLE trace_history (
+        scope_key text COLLATE "C" NOT NULL,
+        id bigint NOT NULL DEFAULT nextval('zeromem_history_ids'),
+        trace_rowid bigint NOT NULL,
+        event text COLLATE "C" NOT NULL,
+        at text COLLATE "C" NOT NULL,
+        old_text text COLLATE "C",
+        new_text text COLLATE "C",
+        old_metadata text COLLATE "C",
+        new_metadata text COLLATE "C",
+        PRIMARY KEY (scope_key, id)
+    );
+    CREATE INDEX trace_history_trace ON trace_history (scope_key, trace_rowid, id);
+    CREATE TABLE scope_versions (
+        scope_key text COLLATE "C" NOT NULL PRIMARY KEY,
+        version bigint NOT NULL,
+        reset_version bigint NOT NULL DEFAULT 0
+    );
+    CREATE TABLE dirty_sessions (
+        scope_key text COLLATE "C" NOT NULL,
+        session text COLLATE "C" NOT NULL,
+        PRIMARY KEY (scope_key, session)
+    );
+    CREATE TABLE units (
+        scope_key text COLLATE "C" NOT NULL,
+        id bigint NOT NULL,
+        session text COLLATE "C" NOT NULL,
+        level text COLLATE "C" NOT NULL,
+        position integer NOT NULL,
+        text text COLLATE "C" NOT NULL,
+        text_hash text COLLATE "C" NOT NULL,
+        rowids bigint[] NOT NULL,
+        first_seq bigint NOT NULL,
+        last_seq bigint NOT NULL,
+        speaker text COLLATE "C",
+        time text COLLATE "C",
+        vec vector,
+        PRIMARY KEY (scope_key, id)
+    );
+    CREATE INDEX units_scope ON units (scope_key, session, level, position);
+    CREATE INDEX units_text ON units (scope_key, text_hash, id);
+    CREATE TABLE unit_mentions (
+        scope_key text COLLATE "C" NOT NULL,
+        unit_id bigint NOT NULL,
+        entity text COLLATE "C" NOT NULL,
+        label text COLLATE "C" NOT NULL,
+        surface text COLLATE "C" NOT NULL,
+        count integer NOT NULL,
+        PRIMARY KEY (scope_key, unit_id, entity),
+        FOREIGN KEY (scope_key, unit_id) REFERENCES units (scope_key, id) ON DELETE CASCADE
+    );
+    CREATE INDEX unit_mentions_entity ON unit_mentions (scope_key, entity);
+    CREATE TABLE entity_vectors (
+        scope_key text COLLATE "C" NOT NULL,
+        entity text COLLATE "C" NOT NULL,
+        model text COLLATE "C" NOT NULL,
+        vec vector NOT NULL,
+        PRIMARY KEY (scope_key, entity)
+    );
+    CREATE TABLE session_changes (
+        scope_key text COLLATE "C" NOT NULL,
+        session text COLLATE "C" NOT NULL,
+        version bigint NOT NULL,
+        PRIMARY KEY (scope_key, session)
+    );
+    CREATE INDEX session_changes_version ON session_changes (scope_key, version);
+    CREATE TABLE scope_snapshots (
+        scope_key text COLLATE "C" NOT NULL PRIMARY KEY,
+        version bigint NOT NULL,
+        format integer NOT NULL,
+        blob bytea NOT NULL
+    );
+    CREATE TABLE scope_snapshot_parts (
+        scope_key text COLLATE "C" NOT NULL,
+        name text COLLATE "C" NOT NULL,
+        blob bytea NOT NULL,
+        PRIMARY KEY (scope_key, name)
+    );
+    CREATE TABLE store_meta (
+        key text COLLATE "C" NOT NULL PRIMARY KEY,
+        value text COLLATE "C" NOT NULL
+    );
+    CREATE TABLE encoder_timings (
+        encoder text COLLATE "C" NOT NULL PRIMARY KEY,
+        seconds double precision NOT NULL,
+        items bigint NOT NULL
+    );
+    CREATE TABLE api_keys (
+        key_id text COLLATE "C" NOT NULL PRIMARY KEY,
+        key_hash text COLLATE "C" NOT NULL UNIQUE,
+        user_key text COLLATE "C" NOT NULL,
+        agent_key text COLLATE "C" NOT NULL,
+        label text COLLATE "C",
+        created_at text COLLATE "C" NOT NULL,
+        revoked_at text COLLATE "C"
+    )
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+# Tables that hold one scope's rows (scope_key leads their keys) and the per-database ones.
+SCOPED_TABLES = ("traces", "trace_history", "scope_versions", "dirty_sessions", "units",
+                 "unit_mentions", "entity_vectors", "session_changes", "scope_snapshots",
+                 "scope_snapshot_parts")
+GLOBAL_TABLES = ("store_meta", "api_keys", "encoder_timings", "zeromem_schema")
+
+
+def schema_version(conn: Any) -> int | None:
+    """The version recorded in ``zeromem_schema``, or None when the table does not exist."""
+    exists = conn.execute("SELECT to_regclass('zeromem_schema') IS NOT NULL").fetchone()[0]
+    if not exists:
+        return None
+    row = conn.execute("SELECT version FROM zeromem_schema").fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def migrate(conn: Any) -> int:
+    """Bring ``conn``'s database to SCHEMA_VERSION; returns the version it started at.
+
+    ``conn`` is an autocommit psycopg connection. The common case (already current) takes
+    one read and no lock.
+    """
+    current = schema_version(conn)
+    if current == SCHEMA_VERSION:
+        return current
+    _refuse_newer(current)
+    # A session lock taken outside the migration's transaction: the transaction then starts
+    # after the wait, so it sees the catalog as the process that held the lock left it.
+    conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+    try:
+        with conn.transaction():
+            start = schema_version(conn)  # another process may have migrated meanwhile
+            _refuse_newer(start)
+            if start is None:
+                if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
+                    conn.execute("CREATE EXTENSION vector")
+                conn.execute("CREATE TABLE zeromem_schema (version integer NOT NULL)")
+                conn.execute("INSERT INTO zeromem_schema VALUES (0)")
+                start = 0
+            for version in range(start, SCHEMA_VERSION):
+                for statement in MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute("UPDATE zeromem_schema SET version = %s", (version + 1,))
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+    return start
+
+
+def _refuse_newer(version: int | None) -> None:
+    if version is not None and version > SCHEMA_VERSION:
+        raise StoreError(
+            f"this database has zeromem schema version {version}, newer than this zeromem "
+            f"understands ({SCHEMA_VERSION}): upgrade zeromem to open it")
