@@ -64,3 +64,10 @@ def test_neighbourhood_lists_entities_and_traces_sharing_them(memory):
     assert "denver" in hood["neighbours"][0]["shared"]
     with pytest.raises(NotFound):
         memory.neighbourhood(other)
+
+
+def test_size_bytes_grows_with_what_is_stored(memory):
+    before = memory.store.size_bytes()
+    assert before > 0
+    memory.add_many([{"text": "x" * 2000, "session": f"s{i % 3}"} for i in range(300)])
+    assert memory.store.size_bytes() > before

@@ -173,12 +173,16 @@ def scale_command(
     sizes: Annotated[str, typer.Option("--sizes", help="scope sizes in traces")] = "1000,10000,100000",
     queries: Annotated[int, typer.Option("--queries", min=1, help="questions timed per size")] = 200,
     json_out: JsonOut = None,
+    db: Annotated[str | None, typer.Option(
+        "--db", metavar="PATH|URL", help="store to measure (its scope 'scale' is emptied first), e.g. "
+        "postgresql://user@host/db; default: a temporary SQLite file")] = None,
+    adds: Annotated[int, typer.Option("--adds", min=0, help="add-then-search steps timed per size")] = 20,
 ) -> None:
     """Search latency as one scope grows to 100k traces (synthesized from real turns)."""
     from .scale import run
 
     try:
-        run(data, [int(x) for x in sizes.split(",") if x.strip()], queries, json_out)
+        run(data, [int(x) for x in sizes.split(",") if x.strip()], queries, json_out, db=db, adds=adds)
     except (ZeromemError, FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
 

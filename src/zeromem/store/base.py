@@ -220,6 +220,11 @@ class TraceStoreBase(ABC):
         """How many traces ``scope`` holds (cheap: ``stats`` does much more)."""
 
     @abstractmethod
+    def size_bytes(self) -> int:
+        """Bytes the whole store takes in its backend (file + write-ahead log for SQLite, the
+        database for PostgreSQL): what a benchmark reports as storage size."""
+
+    @abstractmethod
     def scopes(self) -> list[Scope]:
         """Every scope that holds at least one trace, sorted by (user, agent)."""
 

@@ -576,6 +576,9 @@ class PostgresStore(StoreBase):
             raise NotFound(f"no API key with id {key_id!r}: see `zeromem keys list`")
         return _row_to_key(row)
 
+    def size_bytes(self) -> int:
+        return int(self._read("SELECT pg_database_size(current_database())")[0][0])
+
     def count(self, scope: Scope) -> int:
         return int(self._read("SELECT COUNT(*) FROM traces WHERE scope_key = %s", (self._scope(scope),))[0][0])
 

@@ -455,6 +455,11 @@ class SQLiteStore(StoreBase):
             raise NotFound(f"no API key with id {key_id!r}: see `zeromem keys list`")
         return _row_to_key(row)
 
+    def size_bytes(self) -> int:
+        pages, page_size = self.read("PRAGMA page_count")[0][0], self.read("PRAGMA page_size")[0][0]
+        wal = Path(f"{self.path}-wal")
+        return int(pages * page_size) + (wal.stat().st_size if self.path != ":memory:" and wal.exists() else 0)
+
     def count(self, scope: Scope) -> int:
         return self.read("SELECT COUNT(*) FROM traces WHERE user_key=? AND agent_key=?", scope_key(scope))[0][0]
 
