@@ -277,7 +277,8 @@ def serve_command(
     data: Annotated[Path | None, typer.Option(
         "--data", metavar="FILE", help="one LoCoMo conversation: replicated into every scope, its "
         "questions searched, its texts written (default ../shared/data/locomo/30.json)")] = None,
-    db: Annotated[Path | None, typer.Option("--db", metavar="PATH", help="store to fill (default: a temp file)")] = None,
+    db: Annotated[str | None, typer.Option("--db", metavar="PATH|URL", help="store to fill: a SQLite file "
+        "or a postgresql:// URL (default: a temp file)")] = None,
     scopes: Annotated[int, typer.Option("--scopes", min=1, help="scopes, one API key each")] = 10,
     per_scope: Annotated[int, typer.Option("--traces-per-scope", min=1)] = 1000,
     servers: Annotated[int, typer.Option("--servers", min=1, help="zeromem serve processes on the store")] = 1,

