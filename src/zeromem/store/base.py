@@ -301,6 +301,27 @@ class TraceStoreBase(ABC):
         """
 
 
+_META_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def clean_list_filters(metadata: Any, limit: Any, offset: Any) -> dict[str, Any]:
+    """``list``'s metadata filter (plain keys, scalar values) and paging, checked once for
+    every backend so all refuse the same inputs; returns the cleaned metadata filter."""
+    filters = validate.clean_metadata(metadata, "metadata filter")
+    for key, value in filters.items():
+        if not _META_KEY_RE.match(key):
+            raise InvalidInput(f"metadata filter key {key!r} must be a plain identifier")
+        if not isinstance(value, (str, int, float, bool)) and value is not None:
+            raise InvalidInput(f"metadata filter value for {key!r} must be a scalar")
+    for name, number in (("limit", limit), ("offset", offset)):
+        if number is None and name == "limit":
+            continue
+        if (isinstance(number, bool) or not isinstance(number, int) or number < 0
+                or number > validate.MAX_INT):
+            raise InvalidInput(f"{name} must be a non-negative int below 2**63, got {number!r}")
+    return filters
+
+
 def check_meta_key(key: Any) -> str:
     """A ``store_meta`` key: a non-empty string that can be stored."""
     if not isinstance(key, str) or not key:

@@ -46,6 +46,7 @@ from .base import (
     TraceRows,
     check_meta_key,
     check_meta_value,
+    clean_list_filters,
     not_found_message,
     parse_trace_id,
     scope_key,
@@ -59,7 +60,6 @@ from .sqlite import _now, _row_fields, _row_to_key, _row_to_trace
 __all__ = ["PostgresStore", "redact_url"]
 
 T = TypeVar("T")
-_META_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RETRIES = 5  # deadlocks and serialization failures are retried, then reported
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 _COLUMNS = ("rowid_, text, user_key, agent_key, session, has_session, session_time, speaker, role,"
@@ -496,20 +496,10 @@ class PostgresStore(StoreBase):
         if until is not None:
             where.append(f"{_TIME} <= %s")
             params.append(validate.clean_time(until, "until"))
-        for name, value in validate.clean_metadata(metadata, "metadata filter").items():
-            if not _META_KEY_RE.match(name):
-                raise InvalidInput(f"metadata filter key {name!r} must be a plain identifier")
-            if not isinstance(value, (str, int, float, bool)) and value is not None:
-                raise InvalidInput(f"metadata filter value for {name!r} must be a scalar")
+        for name, value in clean_list_filters(metadata, limit, offset).items():
             clause, args = _metadata_clause(name, value)
             where.append(clause)
             params += args
-        for label, number in (("limit", limit), ("offset", offset)):
-            if number is None and label == "limit":
-                continue
-            if (isinstance(number, bool) or not isinstance(number, int) or number < 0
-                    or number > validate.MAX_INT):
-                raise InvalidInput(f"{label} must be a non-negative int below 2**63, got {number!r}")
         sql = (f"SELECT {_COLUMNS} FROM traces WHERE {' AND '.join(where)}"
                " ORDER BY session_time IS NULL, session_time, session, seq, rowid_")
         if limit is not None:

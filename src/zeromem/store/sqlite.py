@@ -10,7 +10,6 @@ from __future__ import annotations
 import builtins
 import datetime as dt
 import json
-import re
 import sqlite3
 import sys
 import threading
@@ -32,6 +31,7 @@ from .base import (
     TraceStoreBase,
     check_meta_key,
     check_meta_value,
+    clean_list_filters,
     not_found_message,
     parse_trace_id,
     scope_key,
@@ -46,7 +46,6 @@ __all__ = ["SQLiteStore", "TraceDraft", "TraceStore", "TraceStoreBase"]
 
 __all__ = ["SQLiteStore", "TraceDraft", "TraceStore", "parse_trace_id", "trace_id"]
 
-_META_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LOCK_RETRIES = 20
 # What a failed statement can raise besides sqlite3's own errors: a value the driver cannot
 # bind (an int over 64 bits, a lone surrogate). Input checks refuse these first; this is the
@@ -380,22 +379,12 @@ class SQLiteStore(StoreBase):
         if until is not None:
             where.append(f"{time_expr} <= ?")
             params.append(validate.clean_time(until, "until"))
-        for key, value in validate.clean_metadata(metadata, "metadata filter").items():
-            if not _META_KEY_RE.match(key):
-                raise InvalidInput(f"metadata filter key {key!r} must be a plain identifier")
-            if not isinstance(value, (str, int, float, bool)) and value is not None:
-                raise InvalidInput(f"metadata filter value for {key!r} must be a scalar")
+        for key, value in clean_list_filters(metadata, limit, offset).items():
             if value is None:
                 where.append(f"json_extract(metadata, '$.{key}') IS NULL")
             else:
                 where.append(f"json_extract(metadata, '$.{key}') = ?")
                 params.append(int(value) if isinstance(value, bool) else value)
-        for name, number in (("limit", limit), ("offset", offset)):
-            if number is None and name == "limit":
-                continue
-            if (isinstance(number, bool) or not isinstance(number, int) or number < 0
-                    or number > validate.MAX_INT):
-                raise InvalidInput(f"{name} must be a non-negative int below 2**63, got {number!r}")
         sql = (f"SELECT {_COLUMNS} FROM traces WHERE {' AND '.join(where)} "
                f"ORDER BY session_time IS NULL, session_time, session, seq, rowid_")
         if limit is not None or offset:
