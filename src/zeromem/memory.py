@@ -8,7 +8,7 @@ import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from .config import Config, default_db_path
 from .encoders.bundle import EncoderFailure, Encoders
@@ -62,7 +62,7 @@ class Memory:
             _log.warning("zeromem: could not persist the in-memory index: %s", exc)
         self.store.close()
 
-    def __enter__(self) -> Memory:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

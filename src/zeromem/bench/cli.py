@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -54,7 +54,7 @@ KeyEnv = Annotated[str, typer.Option("--api-key-env", help="env variable holding
 Progress = Annotated[bool, typer.Option("--progress/--no-progress", help="show a progress bar")]
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
 
