@@ -95,8 +95,26 @@ def plain_prompt(question: str, context: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": body}]
 
 
+class _Saving:
+    """The saving of a prompt against the whole history stuffed in, both counted by one
+    tokenizer; shared by one turn and the running totals."""
+
+    __slots__ = ()
+    baseline_tokens: int
+    prompt_tokens_counted: int
+
+    @property
+    def saved_tokens(self) -> int:
+        return self.baseline_tokens - self.prompt_tokens_counted
+
+    @property
+    def saving_ratio(self) -> float:
+        """Share of the stuffed-history prompt the loop did not send (0 when there is none)."""
+        return self.saved_tokens / self.baseline_tokens if self.baseline_tokens else 0.0
+
+
 @dataclass(frozen=True, slots=True)
-class TurnResult:
+class TurnResult(_Saving):
     """One turn of the loop: the reply, what the prompt showed, and what it cost.
 
     ``prompt_tokens`` / ``completion_tokens`` are the reader's (the server's ``usage``; counted
@@ -134,18 +152,8 @@ class TurnResult:
         """Every trace the prompt showed, in prompt order (active, evidence, live thread)."""
         return self.active_trace_ids + self.evidence_trace_ids + self.thread_trace_ids
 
-    @property
-    def saved_tokens(self) -> int:
-        return self.baseline_tokens - self.prompt_tokens_counted
-
-    @property
-    def saving_ratio(self) -> float:
-        """Share of the stuffed-history prompt the loop did not send (0 when there is none)."""
-        return self.saved_tokens / self.baseline_tokens if self.baseline_tokens else 0.0
-
-
 @dataclass(slots=True)
-class LoopTotals:
+class LoopTotals(_Saving):
     """Running sums over the turns of one :class:`AgentLoop` (failed turns count apart)."""
 
     turns: int = 0
@@ -157,14 +165,6 @@ class LoopTotals:
     prompt_tokens_counted: int = 0
     baseline_tokens: int = 0
     memory_llm_calls: int = 0
-
-    @property
-    def saved_tokens(self) -> int:
-        return self.baseline_tokens - self.prompt_tokens_counted
-
-    @property
-    def saving_ratio(self) -> float:
-        return self.saved_tokens / self.baseline_tokens if self.baseline_tokens else 0.0
 
     def add(self, result: TurnResult) -> None:
         """Fold one finished turn into the sums."""

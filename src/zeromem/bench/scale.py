@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from ..ingest import load_file
 from ..memory import Memory
+from ..store.factory import redact_url
 
 
 def _replica(drafts: list[dict[str, Any]], copy: int) -> list[dict[str, Any]]:
@@ -53,7 +54,7 @@ def run(data: Path, sizes: Sequence[int] = (1000, 10000, 100000), queries: int =
         target = db or str(Path(tmp) / "scale.db")
         rows = _measure(target, conversation, questions, sorted(sizes), adds, progress)
     result = {"benchmark": "scale", "data": str(data), "queries": len(questions),
-              "store": "sqlite (temporary file)" if db is None else _redacted(db),
+              "store": "sqlite (temporary file)" if db is None else redact_url(db),
               "machine": {"python": platform.python_version(), "cpu": platform.processor() or platform.machine()},
               "sizes": rows}
     _print(result, rows, len(questions))
@@ -135,11 +136,6 @@ def _cold_open(target: str, question: str) -> float:
 
 def _p(values: list[float], q: int) -> float | None:
     return round(float(np.percentile(values, q)), 2) if values else None
-
-
-def _redacted(url: str) -> str:
-    from ..store.factory import _redacted as redact
-    return redact(url)
 
 
 def _print(result: dict[str, Any], rows: list[dict[str, Any]], queries: int) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..errors import InvalidInput, StoreError
 from . import validate
@@ -62,7 +62,7 @@ def _open_sqlite(url: str, max_text_chars: int, timeout_s: float) -> StoreBase:
     parts = urlsplit(url)
     if parts.netloc:
         raise InvalidInput(f"a sqlite URL has no host: write sqlite:///absolute/path.db (three "
-                           f"slashes), not {_redacted(url)}")
+                           f"slashes), not {redact_url(url)}")
     if parts.query or parts.fragment:
         raise InvalidInput("a sqlite URL takes no '?' or '#' part: percent-encode those "
                            "characters in the path (%3F, %23)")
@@ -88,9 +88,18 @@ def _open_postgres(url: str, max_text_chars: int, timeout_s: float) -> StoreBase
     return PostgresStore(url, max_text_chars=max_text_chars, timeout_s=timeout_s)
 
 
-def _redacted(url: str) -> str:
-    """``url`` without its password, for error messages."""
-    return re.sub(r"(://[^/:@]*:)[^/@]*@", r"\1***@", url)
+def redact_url(url: str) -> str:
+    """``url`` without its password (in the user part or a ``password=`` parameter): what
+    ``path``, error messages and benchmark reports show."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":***"
+        netloc = f"{userinfo}@{host}"
+    query = re.sub(r"(^|&)(password=)[^&]*", r"\1\2***", parts.query)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 # scheme → opener. A new backend is one entry here (and its module).

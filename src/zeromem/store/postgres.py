@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import builtins
 import json
-import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -53,6 +51,7 @@ from .base import (
     scope_meta_suffix,
     trace_id,
 )
+from .factory import redact_url
 from .keys import ApiKey, check_key_id
 from .postgres_schema import migrate
 from .sqlite import _now, _row_fields, _row_to_key, _row_to_trace
@@ -68,19 +67,6 @@ _KEY_COLUMNS = "key_id, user_key, agent_key, label, created_at, revoked_at"
 _TIME = "COALESCE(event_time, session_time, recorded_at)"
 ALL_SCOPES = "/* all-scopes */ "  # marks the statements that read across scopes on purpose
 DEFAULT_POOL_SIZE = 8
-
-
-def redact_url(url: str) -> str:
-    """``url`` without its password (in the user part or a ``password=`` parameter)."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        netloc = f"{userinfo}@{host}"
-    query = re.sub(r"(^|&)(password=)[^&]*", r"\1\2***", parts.query)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _no_nul(value: str | None, field: str) -> None:

@@ -87,7 +87,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
 
     @app.get("/readyz", tags=["health"], summary="The store answers; which models work")
     def readyz() -> JSONResponse:
-        report = _health(memory)
+        report = memory.health()
         if settings.preload and not warmed.is_set():
             report.update(ready=False, loading="building the scopes' in-memory indexes (--preload)")
         return JSONResponse(report, status_code=200 if report.get("ready") else 503)
@@ -117,23 +117,11 @@ def app_from_environment() -> FastAPI:
     return create_app(memory, settings)
 
 
-def _health(memory: Memory) -> dict[str, Any]:
-    health = getattr(memory, "health", None)
-    if callable(health):
-        report: dict[str, Any] = dict(health())
-        return report
-    try:
-        memory.store.count(memory.scope)
-    except Exception as exc:  # noqa: BLE001 - reported, not raised
-        return {"ready": False, "store": f"error: {exc}"}
-    return {"ready": True, "store": "ok"}
-
-
 def _warm_up(memory: Memory, preload: bool, done: threading.Event) -> None:
     """Load the models (and with ``preload`` every scope's index) before the first request
     needs them; each worker process does its own."""
     try:
-        _health(memory)
+        memory.health()
         memory.retriever.engine()
         if preload:
             for scope in memory.store.scopes():

@@ -172,12 +172,10 @@ def search(body: SearchIn, who: CallerDep, mem: MemoryDep) -> SearchOut:
 @router.post("/context", response_model=ContextOut, tags=["retrieval"],
              summary="The prompt block for a query: chronological evidence within a token budget")
 def context(body: ContextIn, who: CallerDep, mem: MemoryDep) -> ContextOut:
-    result = mem.search_detailed(body.query, k=body.k, session=body.session, as_of=body.as_of,
-                                 filters=body.filters, **_scope(who))
-    rendered = mem.render(result.evidence, budget_tokens=body.budget_tokens, **_scope(who))
-    return ContextOut(text=rendered.text, tokens=rendered.tokens,
-                      evidence=[EvidenceOut.from_evidence(ev, why=body.why) for ev in rendered.evidence],
-                      degraded=list(result.degraded))
+    rendered = mem.render_context(body.query, k=body.k, budget_tokens=body.budget_tokens,
+                                  session=body.session, as_of=body.as_of, filters=body.filters,
+                                  **_scope(who))
+    return ContextOut.from_rendered(rendered, why=body.why)
 
 
 @router.post("/answer", response_model=AnswerOut, tags=["retrieval"],
@@ -196,9 +194,7 @@ def answer(body: AnswerIn, request: Request, who: CallerDep, mem: MemoryDep) -> 
         supporting_trace_ids=list(calibration.support) if calibration else [],
         model=getattr(reply, "model", None), prompt_tokens=getattr(reply, "prompt_tokens", None),
         completion_tokens=getattr(reply, "completion_tokens", None),
-        context=ContextOut(text=rendered.text, tokens=rendered.tokens,
-                           evidence=[EvidenceOut.from_evidence(ev) for ev in rendered.evidence],
-                           degraded=list(rendered.degraded)))
+        context=ContextOut.from_rendered(rendered))
 
 
 @router.get("/active", tags=["retrieval"], status_code=501,

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...retrieval.render import RenderedContext
 from ...types import Evidence, HistoryEvent, Trace
 
 MAX_K = 100
@@ -195,6 +196,12 @@ class ContextOut(BaseModel):
     tokens: int
     evidence: list[EvidenceOut]
     degraded: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def from_rendered(cls, rendered: RenderedContext, *, why: bool = True) -> ContextOut:
+        return cls(text=rendered.text, tokens=rendered.tokens,
+                   evidence=[EvidenceOut.from_evidence(ev, why=why) for ev in rendered.evidence],
+                   degraded=list(rendered.degraded))
 
 
 class AnswerIn(_Request):
