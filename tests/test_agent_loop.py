@@ -115,8 +115,10 @@ def test_each_turn_is_one_reader_call_over_memory_inside_the_budget(seeded, serv
 
     # the evidence zeromem found is in the prompt: where Priya lives now (session 3)
     capitol = next(t for t in seeded.list(session="session_3") if "Capitol Hill" in t.text)
-    assert capitol.id in first.evidence_trace_ids
-    assert f"[{capitol.id}] Priya: {capitol.text}" in server.requests[0]["body"]["messages"][1]["content"]
+    assert capitol.id in first.evidence_trace_ids + first.active_trace_ids  # shown once, from either
+    first_prompt = server.requests[0]["body"]["messages"][1]["content"]
+    # verbatim: the whole turn as evidence, or its state-bearing sentence as active memory
+    assert f"[{capitol.id}] Priya: " in first_prompt and "I live in Capitol Hill now" in first_prompt
     # the second prompt carries the live thread verbatim, in order, after the evidence
     content = server.requests[1]["body"]["messages"][1]["content"]
     thread = f"[{first.user_trace_id}] Priya: {FIRST}\n[{first.assistant_trace_id}] assistant: {first.text}"

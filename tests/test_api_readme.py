@@ -24,7 +24,7 @@ def test_readme_python_example_runs(tmp_path, monkeypatch, example_path, capsys)
     (tmp_path / "examples").mkdir()
     (tmp_path / "examples" / example_path.name).symlink_to(example_path)
     monkeypatch.chdir(tmp_path)
-    storage, retrieval = _blocks("python")
+    storage, retrieval, lifecycle = _blocks("python")
     namespace = {"__name__": "readme"}
     exec(compile(storage, str(README), "exec"), namespace)
     out = capsys.readouterr().out.splitlines()
@@ -36,3 +36,7 @@ def test_readme_python_example_runs(tmp_path, monkeypatch, example_path, capsys)
     out = capsys.readouterr().out
     assert "Logan Square" in out or "Denver" in out  # evidence printed verbatim
     assert "---" in out  # the rendered, dated context block
+    # Active memory and cards, on the same store.
+    exec(compile(lifecycle, str(README), "exec"), namespace)
+    out = capsys.readouterr().out
+    assert "allergic to peanuts" in out and "constraint" in out

@@ -3,9 +3,9 @@ import datetime as dt
 import numpy as np
 
 from zeromem.encoders.timexpr import parse_absolute
+from zeromem.lifecycle.supersede import state_assertions, supersession
 from zeromem.retrieval.calibrate import (
-    SUBJECT_PENALTY, TIME_PENALTY, no_answer_score, state_assertions, subject_compat, supersession,
-    time_compat)
+    SUBJECT_PENALTY, TIME_PENALTY, no_answer_score, subject_compat, time_compat)
 
 
 def test_state_assertions_and_newest_wins():

@@ -94,7 +94,9 @@ def test_trace_crud_with_history(client, alice):
     assert got["text"] == "I moved to Denver last week." and got["speaker"] == "Ana" and got["version"] == 1
     patched = client.patch(f"/v1/traces/{tid}", headers=alice, json={"text": "I moved to Boulder last week."})
     assert patched.status_code == 200 and patched.json()["version"] == 2
-    assert client.delete(f"/v1/traces/{tid}", headers=alice).status_code == 204
+    # keep_history: this test reads the old text back (a default delete erases it).
+    deleted = client.delete(f"/v1/traces/{tid}", headers=alice, params={"keep_history": "true"})
+    assert deleted.status_code == 200 and deleted.json()["trace_ids"] == [tid]  # the receipt
     assert client.get(f"/v1/traces/{tid}", headers=alice).status_code == 404
     events = client.get(f"/v1/traces/{tid}/history", headers=alice).json()["events"]
     assert [e["event"] for e in events] == ["add", "update", "delete"]
@@ -216,15 +218,16 @@ def test_import_of_a_bad_file_stores_nothing(client, served):
 def test_stats_whoami_active_reindex_and_delete_scope(client, served):
     mem = served[1]
     mine, other = make_key(mem, "dana", "bot"), make_key(mem, "erin")
-    client.post("/v1/traces", headers=mine, json={"text": "Dana likes tea."})
+    (tid,) = client.post("/v1/traces", headers=mine, json={"text": "Dana likes tea."}).json()["ids"]
     client.post("/v1/traces", headers=other, json={"text": "Erin likes coffee."})
     assert client.get("/v1/whoami", headers=mine).json()["user"] == "dana"
     stats = client.get("/v1/stats", headers=mine).json()
     assert stats["traces"] == 1 and "path" not in stats
     active = client.get("/v1/active", headers=mine)
-    assert active.status_code == 501 and active.json()["error"]["type"] == "NotImplemented"
+    assert active.status_code == 200 and active.json()["used_tokens"] <= active.json()["budget_tokens"]
+    assert [e["trace_id"] for e in active.json()["entries"]] == [tid]
     assert client.post("/v1/reindex", headers=mine).json()["sessions"] == 1
-    assert client.delete("/v1/scope", headers=mine).json() == {"deleted": 1}
+    assert client.delete("/v1/scope", headers=mine).json()["deleted"] == 1
     assert client.get("/v1/stats", headers=mine).json()["traces"] == 0
     assert client.get("/v1/stats", headers=other).json()["traces"] == 1
 

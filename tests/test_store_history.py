@@ -1,4 +1,5 @@
-"""update keeps the old version in the history; delete leaves a 'delete' event."""
+"""update keeps the old version in the history; delete leaves a 'delete' event (a tombstone
+without text unless the caller keeps the history)."""
 
 from __future__ import annotations
 
@@ -36,13 +37,36 @@ def test_history_is_ordered_oldest_first_across_many_updates(mem):
 
 
 def test_delete_event_stays_in_history_after_the_trace_is_gone(mem):
-    tid = mem.add("temporary note")
-    mem.delete(tid)
+    tid = mem.add("temporary note", metadata={"k": 1})
+    mem.update(tid, text="temporary note, edited")
+    receipt = mem.delete(tid)
     with pytest.raises(NotFound):
         mem.get(tid)
     events = mem.history(tid)
+    assert [e.event for e in events] == ["add", "update", "delete"]
+    # Tombstones: the events and their times stay, no text or metadata of any version.
+    assert all((e.old_text, e.new_text, e.old_metadata, e.new_metadata) == (None,) * 4 for e in events)
+    assert receipt.history_text_purged and receipt.trace_ids == (tid,)
+
+
+def test_delete_keeping_history_keeps_the_old_text(mem):
+    tid = mem.add("temporary note")
+    receipt = mem.delete(tid, keep_history=True)
+    events = mem.history(tid)
     assert [e.event for e in events] == ["add", "delete"]
-    assert events[-1].old_text == "temporary note"
+    assert events[0].new_text == events[-1].old_text == "temporary note"
+    assert not receipt.history_text_purged and receipt.retained
+
+
+def test_update_without_history_erases_every_earlier_version(mem):
+    tid = mem.add("v0", metadata={"v": 0})
+    mem.update(tid, text="v1")
+    trace = mem.update(tid, text="v2", metadata={"v": 2}, keep_history=False)
+    assert (trace.text, trace.metadata, trace.version) == ("v2", {"v": 2}, 3)
+    events = mem.history(tid)
+    assert [e.event for e in events] == ["add", "update", "update"]
+    assert [(e.old_text, e.new_text) for e in events] == [(None, None), (None, None), (None, "v2")]
+    assert (events[-1].old_metadata, events[-1].new_metadata) == (None, {"v": 2})
 
 
 def test_history_of_an_unknown_id_is_not_found(mem):

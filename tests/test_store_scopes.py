@@ -40,7 +40,7 @@ def test_list_and_stats_see_only_their_scope(mem):
 def test_delete_scope_removes_that_scope_only(mem):
     for user, agent in SCOPES:
         mem.add_many([{"text": "x"}, {"text": "y"}], user=user, agent=agent)
-    assert mem.delete_scope(user="ana", agent=None) == 2
+    assert mem.delete_scope(user="ana", agent=None).traces == 2
     assert mem.list(user="ana") == []
     for user, agent in SCOPES:
         if (user, agent) != ("ana", None):
@@ -80,7 +80,7 @@ def test_random_operations_match_a_per_scope_model(mem, ops):
         elif op == "delete" and model[scope]:
             mem.delete(model[scope].pop(0), user=user, agent=agent)
         elif op == "delete_scope":
-            assert mem.delete_scope(user=user, agent=agent) == len(model[scope])
+            assert mem.delete_scope(user=user, agent=agent).traces == len(model[scope])
             model[scope] = []
     for (user, agent), ids in model.items():
         assert [t.id for t in mem.list(user=user, agent=agent)] == ids

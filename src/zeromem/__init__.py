@@ -9,12 +9,16 @@ from .errors import (
                      StoreError,
                      ZeromemError,
 )
+from .lifecycle.active import ActiveEntry, ActiveMemory
+from .lifecycle.cards import Card
+from .lifecycle.survival import SurvivalLaw
 from .memory import Memory
 from .retrieval.answer_calibration import Answer
 from .types import Evidence, HistoryEvent, Provenance, Scope, Trace
 
 __all__ = [
     "Memory", "Trace", "Evidence", "Provenance", "HistoryEvent", "Scope", "Answer",
+    "ActiveMemory", "ActiveEntry", "Card", "SurvivalLaw",
     "Config", "EncoderConfig", "RetrievalConfig",
     "ZeromemError", "InvalidInput", "NotFound", "StoreError", "ModelUnavailable",
     "EmbedderMismatch",

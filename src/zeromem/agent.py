@@ -6,8 +6,8 @@ Per turn, :meth:`AgentLoop.turn`
 1. stores the user's message verbatim as a trace (session, speaker, ``role="user"``, the
    session's start time and the turn's own time) — before anything can fail, so a reader
    error loses nothing;
-2. builds the prompt inside ONE token budget: active memory first (only when the ``Memory``
-   has an ``active(...)`` method — DMF's working set, arriving later), then the live thread
+2. builds the prompt inside ONE token budget: active memory first (``Memory.active``, DMF's
+   working set, without this session's turns, which the live thread shows), then the live thread
    (the session's last turns, verbatim, in order, newest kept first when the budget is tight)
    and the evidence ``Memory.search_detailed`` finds for the user's text, best first, rendered by
    ``Memory.render``; a trace already shown (the live thread, active memory, the turn itself)
@@ -49,6 +49,7 @@ from typing import Any, Protocol
 
 from .bench.tokens import load_token_counter
 from .errors import InvalidInput, LLMForbidden
+from .lifecycle.active import entry_line
 from .memory import Memory
 from .reader.base import assert_no_llm_calls, usage
 from .reader.prompt import build_agent_messages
@@ -176,6 +177,14 @@ class LoopTotals(_Saving):
         self.prompt_tokens_counted += result.prompt_tokens_counted
         self.baseline_tokens += result.baseline_tokens
         self.memory_llm_calls += result.memory_llm_calls
+
+
+@dataclass(frozen=True, slots=True)
+class _ActiveBlock:
+    """The part of ``Memory.active`` a prompt shows: its text and the traces in it."""
+
+    text: str
+    trace_ids: tuple[str, ...]
 
 
 @dataclass(slots=True)
@@ -361,6 +370,13 @@ class AgentLoop:
         if cap <= 0:
             return
         got = active(budget_tokens=cap)
+        entries = getattr(got, "entries", None)
+        if entries is not None:
+            # The live thread (this session) comes next, whole and in order, and the turn
+            # itself is the question: active memory brings only what lies outside them.
+            kept = [e for e in entries if e.trace_id not in shown and e.session != self.session]
+            got = _ActiveBlock("\n".join(entry_line(e.trace_id, e.speaker, e.text) for e in kept),
+                               tuple(e.trace_id for e in kept))
         text = got if isinstance(got, str) else getattr(got, "text", "")
         if not isinstance(text, str) or not text.strip():
             return

@@ -62,3 +62,6 @@ class Config:
     # Derive (encode, index) what a write touched right after it commits, so the next search
     # only applies it. False: writes store traces only; the next index() or search() derives.
     index_on_write: bool = True
+    # How long a write waits for another process's write lock before it fails with a
+    # StoreError naming the cause (instead of waiting in silence); store.base's default.
+    lock_timeout_s: float = 5.0

@@ -14,13 +14,17 @@ from .config import Config, default_db_path
 from .encoders.bundle import EncoderFailure, Encoders
 from .errors import InvalidInput
 from .indexes.indexer import Indexer, RefreshReport
-from .ingest import check_conversations, load_file
+from .encoders.tokenize import count_budget_tokens
+from .lifecycle.active import ACTIVE_HEADING, EVIDENCE_HEADING, ActiveMemory
+from .lifecycle.cards import Card
+from .lifecycle.service import ARCHIVED, PINNED, Lifecycle, check_lifecycle_metadata
+from .ingest import ImportResult, check_conversations, load_file, skip_stored
 from .retrieval.answer_calibration import Answer, calibrate_answer
 from .retrieval.engine import SearchResult
 from .retrieval.render import RenderedContext
 from .retrieval.service import Retriever
-from .store import TraceDraft, open_store
-from .store.base import parse_trace_id
+from .store import TraceDraft, open_store, validate
+from .store.base import DeleteReceipt, parse_trace_id
 from .types import Evidence, HistoryEvent, Scope, Trace
 
 _UNSET: Any = object()
@@ -41,13 +45,15 @@ class Memory:
                  agent: str | None = None, config: Config | None = None) -> None:
         self.config = config or Config()
         self.store = open_store(path if path is not None else default_db_path(),
-                                max_text_chars=self.config.max_text_chars)
+                                max_text_chars=self.config.max_text_chars,
+                                lock_timeout_s=self.config.lock_timeout_s)
         self.scope = Scope(user, agent)
         self.encoders = Encoders(self.config.encoders)
         retrieval = self.config.retrieval
         self.indexer = Indexer(self.store, lambda: self.encoders, window_turns=retrieval.window_turns,
                                stride=retrieval.window_stride)
         self.retriever = Retriever(self.store, self.indexer, self.encoders, retrieval)
+        self.lifecycle = Lifecycle(self.store, lambda: self.encoders)
 
     # -- lifecycle ----------------------------------------------------------------------
     @property
@@ -79,6 +85,7 @@ class Memory:
             metadata: Mapping[str, Any] | None = None, attachments: Iterable[str] | None = None,
             user: str | None = _UNSET, agent: str | None = _UNSET) -> str:
         """Store one trace verbatim and return its short id (e.g. ``'t42'``)."""
+        check_lifecycle_metadata(metadata)
         draft = TraceDraft(text=text, session=session, speaker=speaker, role=role,
                            session_time=session_time, event_time=event_time, seq=seq,
                            source_id=source_id, metadata=metadata, attachments=attachments)
@@ -93,47 +100,85 @@ class Memory:
         if isinstance(traces, (str, bytes, Mapping)):
             raise InvalidInput("add_many takes a list of traces (dicts with at least 'text')")
         drafts = [_to_draft(item, index) for index, item in enumerate(traces)]
+        for draft in drafts:
+            check_lifecycle_metadata(draft.metadata)
         scope = self._scope(user, agent)
         ids = self.store.add_many(drafts, scope)
         self._derive(scope)
         return ids
 
     def import_file(self, path: str | Path, *, format: str | None = None,
-                    user: str | None = _UNSET, agent: str | None = _UNSET) -> dict[str, list[str]]:
-        """Import a LoCoMo, OpenAI-chat or JSONL file; returns {conversation name: trace ids}.
+                    allow_duplicates: bool = False, user: str | None = _UNSET,
+                    agent: str | None = _UNSET) -> ImportResult:
+        """Import a LoCoMo, OpenAI-chat or JSONL file; returns {conversation name: new trace ids}.
 
         Every trace of every conversation is checked before the first one is stored, and all
         of them are stored in one transaction, so a bad file stores nothing. All conversations
         land in one scope; give each its own ``user`` by calling ``zeromem.ingest.load_file``
         and ``add_many`` yourself.
+
+        Importing is idempotent: traces the scope already holds (same session, source id,
+        speaker, role, text, attachments and times; see ``zeromem.ingest.dedupe``) are left
+        out and counted in the result's ``skipped`` ({conversation name: count}), so importing
+        a file again stores nothing. ``allow_duplicates=True`` stores every trace regardless.
         """
+        if not isinstance(allow_duplicates, bool):
+            raise InvalidInput(f"allow_duplicates must be True or False, got {allow_duplicates!r}")
         conversations = load_file(path, format=format)
-        check_conversations(conversations, self.store)
+        check_conversations(conversations, self.store, names_as_scopes=False)
         scope = self._scope(user, agent)
         batches = [([_to_draft(item, index) for index, item in enumerate(conv.drafts)], scope)
                    for conv in conversations]
+        skipped = [0] * len(batches)
+        if not allow_duplicates:
+            batches, skipped = skip_stored(self.store, batches)
         ids = self.store.add_batches(batches)  # one transaction: the whole file or nothing
         self._derive(scope)
-        return {conv.name: conv_ids for conv, conv_ids in zip(conversations, ids)}
+        return ImportResult({conv.name: conv_ids for conv, conv_ids in zip(conversations, ids)},
+                            {conv.name: count for conv, count in zip(conversations, skipped)})
 
     def update(self, trace_id: str, *, text: str | None = None,
-               metadata: Mapping[str, Any] | None = None,
+               metadata: Mapping[str, Any] | None = None, keep_history: bool = True,
                user: str | None = _UNSET, agent: str | None = _UNSET) -> Trace:
-        """Replace a trace's text and/or metadata; the old version stays in its history."""
+        """Replace a trace's text and/or metadata.
+
+        The old version stays in its history (``history``), by design, so that every change
+        can be audited. ``keep_history=False`` erases it instead: the earlier versions' text
+        and metadata leave the history (the events stay, with their times) and the store's
+        files, as ``delete`` erases a trace.
+        """
         scope = self._scope(user, agent)
-        trace = self.store.update(trace_id, scope, text=text, metadata=metadata)
+        trace = self.store.update(trace_id, scope, text=text, metadata=metadata, keep_history=keep_history)
         self._derive(scope)
         return trace
 
-    def delete(self, trace_id: str, *, user: str | None = _UNSET, agent: str | None = _UNSET) -> None:
-        """Delete one trace; it leaves every index at once (and every other process's
-        in-memory index at its next search)."""
-        scope = self._scope(user, agent)
-        self.store.delete(trace_id, scope)
-        self._derive(scope)
+    def delete(self, trace_id: str, *, keep_history: bool = False, user: str | None = _UNSET,
+               agent: str | None = _UNSET) -> DeleteReceipt:
+        """Delete one trace and erase its text; returns a receipt of what was removed where.
 
-    def delete_scope(self, *, user: str | None = _UNSET, agent: str | None = _UNSET) -> int:
-        """Delete everything stored for one (user, agent) scope, and only that scope."""
+        The text leaves every table (the history keeps tombstones: event and time, no text),
+        every derived index and persisted index, and the store's files (SQLite: secure_delete
+        and a WAL checkpoint; see ``DeleteReceipt.retained`` for what a backend still keeps).
+        It leaves every search at once, in other processes at their next search.
+        ``keep_history=True`` keeps the old text and metadata in the history instead.
+        """
+        scope = self._scope(user, agent)
+        receipt = self.store.delete(trace_id, scope, keep_history=keep_history)
+        self._derive(scope)
+        return receipt
+
+    def delete_session(self, session: str, *, keep_history: bool = False, user: str | None = _UNSET,
+                       agent: str | None = _UNSET) -> DeleteReceipt:
+        """Delete every trace of one session (a whole conversation) as ``delete`` deletes one;
+        NotFound if the scope has no such session."""
+        scope = self._scope(user, agent)
+        receipt = self.store.delete_session(session, scope, keep_history=keep_history)
+        self._derive(scope)
+        return receipt
+
+    def delete_scope(self, *, user: str | None = _UNSET, agent: str | None = _UNSET) -> DeleteReceipt:
+        """Delete everything stored for one (user, agent) scope, and only that scope: traces,
+        history, derived rows and facts; returns the receipt (``receipt.traces``: how many)."""
         return self.store.delete_scope(self._scope(user, agent))
 
     # -- reads --------------------------------------------------------------------------
@@ -174,6 +219,7 @@ class Memory:
             return
         try:
             self.indexer.refresh(scope)
+            self.lifecycle.refresh(scope)
         except EncoderFailure as exc:  # logged once; the next search derives what it can
             self.encoders.fail(exc.component, exc)
         except Exception as exc:  # noqa: BLE001 - reported, and retried by the next search
@@ -244,19 +290,42 @@ class Memory:
 
     def render_context(self, query: str, *, k: int = 10, budget_tokens: int | None = 2000,
                        session: str | None = None, as_of: Any = None,
-                       filters: Mapping[str, Any] | None = None, user: str | None = _UNSET,
+                       filters: Mapping[str, Any] | None = None, include_active: bool = False,
+                       active_share: float = 0.5, user: str | None = _UNSET,
                        agent: str | None = _UNSET) -> RenderedContext:
         """The prompt block for ``query``: chronological evidence within ``budget_tokens``;
-        its ``degraded`` says what the search had to do without (see ``search_detailed``)."""
+        its ``degraded`` says what the search had to do without (see ``search_detailed``).
+
+        ``include_active``: active memory first (at most ``active_share`` of the budget, see
+        ``active``), then the searched evidence it does not already show, all within the one
+        budget (``budget_tokens=None`` gives active memory 1000 tokens and evidence no limit).
+        """
+        validate.clean_budget(budget_tokens)  # before the search: a bad budget costs nothing
         result = self.search_detailed(query, k=k, session=session, as_of=as_of, filters=filters,
                                       user=user, agent=agent)
-        rendered = self.render(result.evidence, budget_tokens=budget_tokens, user=user, agent=agent)
-        return dataclasses.replace(rendered, degraded=tuple(result.degraded))
+        if not include_active:
+            rendered = self.render(result.evidence, budget_tokens=budget_tokens, user=user, agent=agent)
+            return dataclasses.replace(rendered, degraded=tuple(result.degraded))
+        if not 0.0 <= active_share <= 1.0:
+            raise InvalidInput(f"active_share must be between 0 and 1, got {active_share!r}")
+        cap = 1000 if budget_tokens is None else int(budget_tokens * active_share)
+        active = self.active(max(cap, 1), as_of=as_of, user=user, agent=agent) if cap >= 1 else None
+        entries = active.entries if active is not None else ()
+        head = f"{ACTIVE_HEADING}\n{active.text}\n\n{EVIDENCE_HEADING}\n" if entries and active else ""
+        shown = {e.trace_id for e in entries}
+        rest = None if budget_tokens is None else budget_tokens - count_budget_tokens(head)
+        evidence = [ev for ev in result.evidence if ev.trace_ids[0] not in shown]
+        rendered = (self.render(evidence, budget_tokens=rest, user=user, agent=agent)
+                    if rest is None or rest > 0 else RenderedContext("", (), 0))
+        text = head + rendered.text
+        return RenderedContext(text, rendered.evidence, count_budget_tokens(text),
+                               degraded=tuple(result.degraded), active=tuple(entries))
 
     def render(self, evidence: Iterable[Evidence], *, budget_tokens: int | None = 2000,
                user: str | None = _UNSET, agent: str | None = _UNSET) -> RenderedContext:
         """The prompt block for evidence already retrieved (e.g. by ``search_detailed``)."""
-        return self.retriever.render(self._scope(user, agent), list(evidence), budget_tokens)
+        budget = validate.clean_budget(budget_tokens)
+        return self.retriever.render(self._scope(user, agent), list(evidence), budget)
 
     def answer(self, query: str, reader: Any, *, k: int = 10, budget_tokens: int | None = 2000,
                calibrate: bool = True, user: str | None = _UNSET, agent: str | None = _UNSET) -> Answer:
@@ -299,6 +368,56 @@ class Memory:
             "neighbours": [{"trace": others[rowid], "shared": shared}
                            for rowid, shared in neighbours if rowid in others],
         }
+
+    # -- memory lifecycle (DMF: survival score, decay, active memory) ----------------------
+    def active(self, budget_tokens: int = 1000, *, as_of: Any = None, now: Any = None,
+               user: str | None = _UNSET, agent: str | None = _UNSET) -> ActiveMemory:
+        """The active memory: the working set to put in every prompt, within ``budget_tokens``.
+
+        Each trace gets a survival score Ω from its signals (information density, sentiment,
+        entities, constraint / preference / state / correction cues, role, attachments,
+        ``metadata['importance']``) that decays with the number of newer traces (Ω_eff); the
+        highest Ω_eff stay, after pinned traces and the live thread (lifecycle/active.py).
+        Superseded states, expired and archived traces leave (``.archived`` says why) but
+        stay stored and searchable. Entries come in conversation order with ``trace_id``,
+        ``text``, ``tokens`` (words and punctuation, the unit of every zeromem budget),
+        ``omega``, ``omega_eff`` and ``signals``; ``.text`` is the prompt block. ``as_of``
+        replays the memory as it stood at that time; ``now`` is the clock expiries are
+        checked against (default: ``as_of``, else the current time). No LLM is called.
+        """
+        scope = self._scope(user, agent)
+        if self.store.dirty_sessions(scope):
+            self._derive(scope, force=True)
+        return self.lifecycle.active(scope, budget_tokens, as_of=as_of, now=now)
+
+    def cards(self, *, session: str | None = None, kind: str | None = None, since: Any = None,
+              until: Any = None, limit: int | None = None, user: str | None = _UNSET,
+              agent: str | None = _UNSET) -> builtins.list[Card]:
+        """Cards of the scope's traces in conversation order: conservative subject–predicate–
+        object readings (constraint, preference, state, event, relation, fact) from the
+        dependency parse, each with its source ``trace_id`` and verbatim ``source_text``.
+        Computed from the traces when asked (parsed once per trace version per process),
+        never stored; ``limit`` caps the number of cards. No LLM is called."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise InvalidInput(f"limit must be a positive int, got {limit!r}")
+        scope = self._scope(user, agent)
+        traces = self.store.list(scope, session=session, since=since, until=until)
+        found = self.lifecycle.cards(scope, traces, kind=kind)
+        return found if limit is None else found[:limit]
+
+    def restore(self, trace_id: str, *, user: str | None = _UNSET, agent: str | None = _UNSET) -> Trace:
+        """Bring a trace back into active memory and keep it there (``metadata['pinned']``)."""
+        return self._set_flags(trace_id, {PINNED: True}, drop=ARCHIVED, user=user, agent=agent)
+
+    def archive(self, trace_id: str, *, user: str | None = _UNSET, agent: str | None = _UNSET) -> Trace:
+        """Take a trace out of active memory for good (``metadata['archived']``); it stays
+        stored, searchable and restorable."""
+        return self._set_flags(trace_id, {ARCHIVED: True}, drop=PINNED, user=user, agent=agent)
+
+    def _set_flags(self, trace_id: str, flags: dict[str, bool], *, drop: str, user: Any, agent: Any) -> Trace:
+        current = self.get(trace_id, user=user, agent=agent)
+        metadata = {k: v for k, v in (current.metadata or {}).items() if k != drop}
+        return self.update(trace_id, metadata={**metadata, **flags}, user=user, agent=agent)
 
 
 def _to_draft(item: Any, index: int) -> TraceDraft:

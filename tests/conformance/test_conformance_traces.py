@@ -84,14 +84,73 @@ def test_delete_makes_the_trace_not_found_and_leaves_a_delete_event(memory):
             call()
     assert [t.id for t in memory.list()] == [keep]
     events = memory.history(drop)
-    assert [e.event for e in events] == ["add", "delete"] and events[-1].old_text == "drop me"
+    assert [e.event for e in events] == ["add", "delete"]  # tombstones: no text, no metadata
+    assert all((e.old_text, e.new_text, e.old_metadata, e.new_metadata) == (None,) * 4 for e in events)
     assert memory.add("new") not in (keep, drop)  # ids are never reused
+
+
+def test_delete_returns_the_same_receipt_on_every_backend(memory):
+    from zeromem.store.base import ERASABLE_TABLES
+
+    tid = memory.add("drop me", session="s1", metadata={"k": 1})
+    memory.update(tid, text="drop me, edited")
+    receipt = memory.delete(tid)
+    rows = dict(receipt.rows)
+    assert (receipt.kind, receipt.trace_ids, receipt.history_text_purged) == ("trace", (tid,), True)
+    assert list(rows) == list(ERASABLE_TABLES)
+    assert (rows["traces"], rows["trace_history"]) == (1, 2)  # the add and the update emptied
+    # What the files may still hold depends on the backend, and the receipt says which.
+    assert receipt.retained == () if receipt.checkpointed else receipt.retained
+
+
+def test_delete_keeping_history_keeps_the_old_text(memory):
+    tid = memory.add("drop me", metadata={"k": 1})
+    receipt = memory.delete(tid, keep_history=True)
+    assert not receipt.history_text_purged and not receipt.checkpointed
+    events = memory.history(tid)
+    assert [(e.event, e.old_text, e.old_metadata) for e in events] == [
+        ("add", None, None), ("delete", "drop me", {"k": 1})]
+
+
+def test_delete_session_removes_that_session_only(memory):
+    ids = memory.add_many([{"text": "a", "session": "s1"}, {"text": "b", "session": "s2"},
+                           {"text": "c", "session": "s1"}])
+    other = memory.add("d", session="s1", user="ana")
+    receipt = memory.delete_session("s1")
+    assert (receipt.kind, receipt.trace_ids, dict(receipt.rows)["traces"]) == ("session", (ids[0], ids[2]), 2)
+    assert [t.id for t in memory.list()] == [ids[1]]
+    assert [e.event for e in memory.history(ids[0])] == ["add", "delete"]
+    assert memory.get(other, user="ana").text == "d"
+    with pytest.raises(NotFound, match="no session 's1'"):
+        memory.delete_session("s1")
+    with pytest.raises(InvalidInput, match="name the session"):
+        memory.delete_session(None)
+
+
+def test_update_without_history_erases_the_earlier_versions(memory):
+    tid = memory.add("v1", metadata={"v": 1})
+    memory.update(tid, text="v2")
+    memory.update(tid, text="v3", metadata={"v": 3}, keep_history=False)
+    assert [(e.event, e.old_text, e.new_text) for e in memory.history(tid)] == [
+        ("add", None, None), ("update", None, None), ("update", None, "v3")]
+    assert memory.get(tid).version == 3
+
+
+def test_a_persisted_index_older_than_an_erasure_is_not_written(store):
+    ana = Scope("ana")
+    tid = store.add_many([TraceDraft("x")], ana)[0]
+    stale = store.scope_version(ana)
+    store.delete(tid, ana)
+    store.save_snapshot(ana, stale, "{}", {"part": b"words of the erased trace"})
+    assert store.snapshot_version(ana) is None
+    store.save_snapshot(ana, store.scope_version(ana), "{}", {"part": b"fresh"})
+    assert store.snapshot_version(ana) == store.scope_version(ana)
 
 
 def test_delete_scope_removes_that_scope_only(memory):
     ids = {scope: memory.add_many([{"text": "x"}, {"text": "y"}], user=scope[0], agent=scope[1])
            for scope in SCOPES}
-    assert memory.delete_scope(user="ana", agent=None) == 2
+    assert memory.delete_scope(user="ana", agent=None).traces == 2
     assert memory.list(user="ana", agent=None) == []
     with pytest.raises(NotFound):
         memory.history(ids[("ana", None)][0], user="ana", agent=None)
@@ -99,7 +158,7 @@ def test_delete_scope_removes_that_scope_only(memory):
         if scope != ("ana", None):
             assert [t.id for t in memory.list(user=scope[0], agent=scope[1])] == ids[scope]
     assert memory.stats(all_scopes=True)["traces"] == 2 * (len(SCOPES) - 1)
-    assert memory.delete_scope(user="ana", agent=None) == 0
+    assert memory.delete_scope(user="ana", agent=None).traces == 0
 
 
 def test_an_id_from_another_scope_is_not_found_everywhere(memory):

@@ -244,6 +244,42 @@ def stream_command(
         typer.echo(f"wrote {json_out}")
 
 
+@bench_app.command("lifecycle")
+def lifecycle_command(
+    data: Annotated[list[Path], typer.Option(
+        "--data", metavar="PATH", help="LoCoMo JSON files or a directory of them")],
+    longmemeval: Annotated[Path | None, typer.Option(
+        "--longmemeval", metavar="FILE", help="LongMemEval-S JSON (.json or .json.gz) for the "
+        "knowledge-update section (skipped without it)")] = None,
+    ku_limit: Annotated[int | None, typer.Option("--ku-limit", min=1,
+                                                 help="at most this many knowledge-update questions")] = None,
+    chains: Annotated[int, typer.Option("--chains", min=1, help="synthetic correction chains")] = 300,
+    split: Annotated[int, typer.Option("--split", min=0, help="the first N conversations are the "
+                                       "half the constants were tuned on")] = 2,
+    json_out: JsonOut = None,
+    plot_out: PlotOut = None,
+    progress: Progress = True,
+) -> None:
+    """Active memory (DMF lifecycle): evidence held vs recency/random, retention under noise,
+    update propagation, prompt tokens and cost. Zero LLM calls."""
+    import sys
+
+    from . import lifecycle
+
+    try:
+        document = lifecycle.run(data, longmemeval, ku_limit=ku_limit, chains=chains,
+                                 progress=progress, split=split)
+    except (ZeromemError, FileNotFoundError, ValueError, KeyError) as exc:
+        _fail(str(exc))
+    lifecycle.print_tables(document)
+    if json_out is not None:
+        lifecycle.write(document, json_out, sys.argv)
+        typer.echo(f"wrote {json_out}")
+    if plot_out is not None:
+        lifecycle.plot(document, plot_out)
+        typer.echo(f"wrote {plot_out}")
+
+
 @bench_app.command("race")
 def race_command(
     data: Annotated[Path | None, typer.Option(

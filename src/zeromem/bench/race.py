@@ -154,7 +154,9 @@ def writer_process(path: str, turns: list[dict[str, Any]], seed: int, seconds: f
             elif op == "delete":
                 index = rng.randrange(len(live))
                 live[index], live[-1] = live[-1], live[index]
-                mem.delete(live.pop())
+                # The consistency check verifies every returned text against the trace's
+                # history, so the writer keeps it (a default delete erases the text).
+                mem.delete(live.pop(), keep_history=True)
             else:
                 mem.reindex()
             result["writes"] += 1

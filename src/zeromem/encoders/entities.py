@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 import unicodedata
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -190,6 +191,8 @@ class EntityExtractor:
         self.nlp = load_pipeline(pipeline, noun_phrases=noun_phrases)
         self.components = tuple(self.nlp.pipe_names)
         self._tags = noun_phrases and "tagger" in self.components
+        self._densities: OrderedDict[str, float] = OrderedDict()
+        self._density_lock = threading.Lock()
 
     def extract(self, texts: Sequence[str]) -> list[list[Mention]]:
         """Mentions of every text, in text order (deterministic for a given pipeline)."""
@@ -197,7 +200,21 @@ class EntityExtractor:
             raise TypeError("extract takes a sequence of texts, e.g. extract([text])")
         return [self._mentions(doc) for doc in self.nlp.pipe(list(texts), batch_size=self.batch_size)]
 
+    def density(self, text: str) -> float | None:
+        """The information density of a text this extractor tagged recently (None if not):
+        the POS tags come free with NER, so the memory lifecycle need not tag it again."""
+        with self._density_lock:
+            return self._densities.get(text)
+
+    def _remember_density(self, doc: Any) -> None:
+        with self._density_lock:
+            self._densities[doc.text] = content_density(t.pos_ for t in doc)
+            while len(self._densities) > _DENSITY_MEMORY:
+                self._densities.popitem(last=False)
+
     def _mentions(self, doc: Any) -> list[Mention]:
+        if self._tags:
+            self._remember_density(doc)
         text = doc.text
         candidates = [(s, e, label, _PRIORITY[label]) for s, e, label in extractors.extract_all(text)]
         for ent in doc.ents:
@@ -213,6 +230,18 @@ class EntityExtractor:
             candidates.extend((s, e, label, _PRIORITY[label])
                               for s, e, label in extractors.noun_phrases(tokens))
         return resolve_overlaps(text, candidates)
+
+
+CONTENT_POS = frozenset({"NOUN", "VERB", "ADJ", "PROPN"})
+_NOT_WORDS = frozenset({"PUNCT", "SPACE", "SYM", "X"})
+_DENSITY_MEMORY = 4096  # texts; a write's batch is tagged, then its signals are computed
+
+
+def content_density(pos_tags: Iterable[str]) -> float:
+    """Information density ID (SPEC §3): the share of NOUN / VERB / ADJ / PROPN among the words
+    (coarse POS tags; punctuation, spaces and symbols are not words)."""
+    words = [p for p in pos_tags if p not in _NOT_WORDS]
+    return sum(p in CONTENT_POS for p in words) / len(words) if words else 0.0
 
 
 def canonical_counts(counts: Mapping[str, int], aliases: Mapping[str, str]) -> dict[str, int]:

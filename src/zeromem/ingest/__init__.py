@@ -14,15 +14,18 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..store import validate
+from ..store.dates import utc_key
 from . import jsonl, locomo, openai_chat
-from .base import ImportedConversation, bad, check_conversations, unique_names
+from .base import TOO_DEEP, ImportedConversation, bad, check_conversations, unique_names
+from .dedupe import ImportResult, skip_stored
 
 FORMATS = ("locomo", "openai", "jsonl")
 _EXPECTED = ("expected a LoCoMo conversation (speaker_a, session_N, session_N_date_time) or a "
              "list of LoCoMo samples, an OpenAI chat (a list of {role, content} or "
              "{\"messages\": [...]}), or JSONL with one {\"text\": ...} trace per line")
 
-__all__ = ["FORMATS", "ImportedConversation", "check_conversations", "load_file", "summarize"]
+__all__ = ["FORMATS", "ImportResult", "ImportedConversation", "check_conversations", "load_file",
+           "skip_stored", "summarize"]
 
 
 def load_file(path: str | Path, *, format: str | None = None) -> list[ImportedConversation]:
@@ -47,6 +50,8 @@ def load_file(path: str | Path, *, format: str | None = None) -> list[ImportedCo
                   f"not valid JSON ({exc.msg}); {_EXPECTED}") from None
     except ValueError as exc:  # e.g. a number of more than 4300 digits
         raise bad(source, "", f"cannot be read as JSON: {exc}") from None
+    except RecursionError:
+        raise bad(source, "", TOO_DEEP) from None
     conversations = _dispatch(data, format, source, stem)
     if not any(conv.drafts for conv in conversations):
         raise bad(source, "", "no messages to import: every conversation in it is empty")
@@ -104,7 +109,7 @@ def summarize(conv: ImportedConversation) -> dict[str, Any]:
         "traces": len(conv.drafts),
         "sessions": len(sessions),
         "speakers": dict(sorted(speakers.items())),
-        "first_time": min(times) if times else None,
-        "last_time": max(times) if times else None,
+        "first_time": min(times, key=utc_key) if times else None,  # by instant, shown as given
+        "last_time": max(times, key=utc_key) if times else None,
         "questions": len(conv.qa) if conv.qa is not None else 0,
     }

@@ -16,6 +16,9 @@ from ..store import validate
 from ..store.base import TraceDraft, TraceStoreBase
 
 DRAFT_FIELDS = frozenset(TraceDraft.__slots__)
+# json.loads raises RecursionError past about a thousand levels; no conversation is that deep.
+TOO_DEEP = ("nested too deeply to be read (JSON arrays or objects inside each other more than "
+            "about a thousand levels deep): no conversation file looks like that")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,18 +57,22 @@ def parse_time(value: Any, source: str, where: str) -> str | None:
 
 
 def check_conversations(conversations: Sequence[ImportedConversation],
-                        store: TraceStoreBase) -> int:
+                        store: TraceStoreBase, *, names_as_scopes: bool = True) -> int:
     """Check every draft exactly as ``add_many`` will, before anything is written.
 
     Raises InvalidInput naming the file and location of the first bad trace; returns the
     number of traces checked. Running this first is what makes a multi-conversation import
-    all-or-nothing with respect to bad input. Each conversation's name is checked too, since
-    ``--user-per-conversation`` stores it as the scope's user.
+    all-or-nothing with respect to bad input. With ``names_as_scopes`` each conversation's
+    name is checked as a scope's user too (``--user-per-conversation`` stores it as one); a
+    caller that stores every conversation in one scope passes False, so that a long chat
+    title does not fail an import that never uses it as a scope.
     """
     count = 0
     for conv in conversations:
         try:
-            validate.clean_scope_part(conv.name, "the conversation name")
+            validate.check_unicode(conv.name, "the conversation name")  # shown in every report
+            if names_as_scopes:
+                validate.clean_scope_part(conv.name, "the conversation name")
         except InvalidInput as exc:
             raise bad(conv.source, f"conversation {conv.name!r}",
                       str(exc)) from None

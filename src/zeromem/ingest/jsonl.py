@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .base import DRAFT_FIELDS, ImportedConversation, bad
+from .base import DRAFT_FIELDS, TOO_DEEP, ImportedConversation, bad
 
 FORMAT = "jsonl"
 
@@ -29,6 +29,8 @@ def parse_text(text: str, *, source: str, stem: str) -> list[ImportedConversatio
                       "one JSON object like {\"text\": \"...\", \"speaker\": \"...\"}") from None
         except ValueError as exc:  # e.g. a number of more than 4300 digits
             raise bad(source, f"line {number}", f"cannot be read as JSON: {exc}") from None
+        except RecursionError:
+            raise bad(source, f"line {number}", TOO_DEEP) from None
     if not items:
         raise bad(source, "", "no traces: the JSONL file has no non-blank line")
     return [parse_records(items, source=source, stem=stem)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,10 +23,12 @@ from tqdm import tqdm
 
 from .. import __version__
 from ..bench.cli import bench_app
-from ..config import default_db_path
+from ..config import Config, default_db_path
 from ..errors import InvalidInput, NotFound, ZeromemError
-from ..ingest import FORMATS, check_conversations, load_file, summarize
+from ..ingest import FORMATS, check_conversations, load_file, skip_stored, summarize
 from ..memory import Memory
+from ..store.base import DeleteReceipt, TraceDraft
+from ..types import Scope
 
 app = typer.Typer(
     name="zeromem",
@@ -50,9 +53,29 @@ JsonOption = Annotated[bool, typer.Option("--json", help="print JSON instead of 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+# What a terminal would act on instead of showing: C0 controls but tab and newline (ESC starts
+# every ANSI sequence, CR and backspace overwrite), DEL, the C1 range (U+009B is a one-character
+# CSI) and the bidirectional overrides that reorder what is shown ("Trojan source").
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(value: Any) -> str:
+    """``value`` as text a terminal shows as it is: control characters become visible
+    escapes (``\\x1b``). Stored text is kept verbatim, so it may hold ANSI codes that would
+    recolour, hide or rewrite what the CLI prints; every output of stored text goes through
+    here (``print_json`` escapes them the JSON way)."""
+    return _UNSAFE.sub(_escape, str(value))
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def fail(message: str) -> NoReturn:
     """Print ``error: message`` to stderr and exit with code 2."""
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(f"error: {safe(message)}", err=True)
     raise typer.Exit(2)
 
 
@@ -68,18 +91,20 @@ def friendly(func: F) -> F:
 
 
 def open_memory(db: str | Path | None, user: str | None, agent: str | None, *,
-                create: bool = False) -> Memory:
+                create: bool = False, lock_timeout_s: float | None = None) -> Memory:
     """The Memory a command works on: ``--db`` (or the default path) in one scope.
 
     Only writing commands pass ``create=True``: a mistyped --db on a read must not leave an
-    empty store behind.
+    empty store behind. ``lock_timeout_s`` (``--lock-timeout``) replaces Config's default.
     """
     path = db if db is not None else default_db_path()
     local = str(path)  # a URL (sqlite:///…) is checked by the store itself
     if "://" not in local and not create and local != ":memory:" and not Path(local).expanduser().exists():
         raise NotFound(f"no zeromem store at {path}: check --db / $ZEROMEM_DB, "
                        "or create one with `zeromem ingest FILE`")
-    return Memory(path, user=user, agent=agent)
+    if lock_timeout_s is None:
+        return Memory(path, user=user, agent=agent)
+    return Memory(path, user=user, agent=agent, config=Config(lock_timeout_s=lock_timeout_s))
 
 
 def print_json(value: Any) -> None:
@@ -88,11 +113,14 @@ def print_json(value: Any) -> None:
         if dataclasses.is_dataclass(item) and not isinstance(item, type):
             return dataclasses.asdict(item)
         raise TypeError(f"cannot print {type(item).__name__} as JSON")
-    typer.echo(json.dumps(value, default=convert, ensure_ascii=False, indent=2))
+    text = json.dumps(value, default=convert, ensure_ascii=False, indent=2)
+    # json escapes C0 controls itself; DEL, C1 and bidi controls it leaves raw (they can only
+    # sit inside strings, where \\uXXXX means the same character).
+    typer.echo(_UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
 def _scope_label(user: str | None, agent: str | None) -> str:
-    return f"user={user!r}, agent={agent!r}"
+    return safe(f"user={user!r}, agent={agent!r}")
 
 
 def _version(value: bool) -> None:
@@ -121,44 +149,62 @@ def ingest(
         "--user-per-conversation",
         help="store each conversation under user=<its name> (e.g. the LoCoMo sample id), so "
              "that conversations never share a scope")] = False,
+    allow_duplicates: Annotated[bool, typer.Option(
+        "--allow-duplicates",
+        help="store every message even if its scope already holds it (by default a message "
+             "already stored — same session, source id, speaker, text and times — is skipped, "
+             "so importing a file twice stores it once)")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Import conversation files verbatim and print what was stored.
 
     Every file is read and every message checked before anything is written: a bad file
-    stores nothing. Each conversation is stored in one transaction.
+    stores nothing. Each conversation is stored in one transaction. Messages their scope
+    already holds are skipped (and counted), unless --allow-duplicates.
     """
     if user_per_conversation and user is not None:
         raise InvalidInput("use either --user or --user-per-conversation, not both")
     conversations = [conv for path in files for conv in load_file(path, format=format)]
     reports = []
     with open_memory(db, user, agent, create=True) as mem:
-        total = check_conversations(conversations, mem.store)
+        check_conversations(conversations, mem.store, names_as_scopes=user_per_conversation)
+        batches = [([TraceDraft(**item) for item in conv.drafts],
+                     Scope(conv.name if user_per_conversation else user, agent))
+                   for conv in conversations]
+        skipped = [0] * len(batches)
+        if not allow_duplicates:  # planned before any write: the file's repeats count too
+            batches, skipped = skip_stored(mem.store, batches)
+        total = sum(len(drafts) for drafts, _ in batches)
         with tqdm(total=total, unit="trace", desc="ingest", file=sys.stderr,
                   disable=None, leave=False) as bar:  # disable=None: no bar when not a TTY
-            for conv in conversations:
-                scope_user = conv.name if user_per_conversation else user
-                ids = mem.add_many(conv.drafts, user=scope_user, agent=agent)
+            for conv, (drafts, scope), skip in zip(conversations, batches, skipped):
+                ids = mem.add_many(drafts, user=scope.user, agent=scope.agent)
                 bar.update(len(ids))
                 report = summarize(conv)
-                report.update(user=scope_user, agent=agent,
+                report.update(traces=len(ids), skipped=skip, user=scope.user, agent=agent,
                               first_id=ids[0] if ids else None, last_id=ids[-1] if ids else None)
                 reports.append(report)
         path = mem.path
+    skipped_total = sum(skipped)
     if as_json:
-        print_json({"db": path, "traces": total, "conversations": reports})
+        print_json({"db": path, "traces": total, "skipped": skipped_total, "conversations": reports})
         return
     for report in reports:
         _print_ingest_report(report)
-    typer.echo(f"total: {total} traces from {len(reports)} conversation(s) in {path}")
+    again = f" ({skipped_total} already stored, skipped)" if skipped_total else ""
+    typer.echo(f"total: {total} traces from {len(reports)} conversation(s) in {safe(path)}{again}")
 
 
 def _print_ingest_report(report: dict[str, Any]) -> None:
-    speakers = ", ".join(f"{name or '(none)'} ({count})" for name, count in report["speakers"].items())
+    speakers = ", ".join(f"{safe(name) or '(none)'} ({count})"
+                         for name, count in report["speakers"].items())
     span = (f"{report['first_time']} -> {report['last_time']}" if report["first_time"]
             else "no timestamps")
-    typer.echo(f"{report['name']} ({report['format']}, {report['source']}): stored "
-               f"{report['traces']} traces, ids {report['first_id']}..{report['last_id']}, "
+    ids = (f"ids {report['first_id']}..{report['last_id']}" if report["first_id"]
+           else "no new ids")
+    again = (f", skipped {report['skipped']} already stored" if report["skipped"] else "")
+    typer.echo(f"{safe(report['name'])} ({report['format']}, {safe(report['source'])}): stored "
+               f"{report['traces']} traces, {ids}{again}, "
                f"scope {_scope_label(report['user'], report['agent'])}")
     typer.echo(f"  sessions:  {report['sessions']}")
     typer.echo(f"  speakers:  {speakers}")
@@ -172,11 +218,15 @@ def _parse_meta(pairs: list[str]) -> dict[str, Any]:
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
-            raise InvalidInput(f"--meta takes KEY=VALUE, got {pair!r}")
+            raise InvalidInput(f"--meta takes KEY=VALUE, got {pair[:100]!r}")
         try:
             out[key] = json.loads(raw)  # so that n=3 and flag=true match numbers and booleans
         except json.JSONDecodeError:
             out[key] = raw
+        except (RecursionError, ValueError):  # nested past the parser's depth; huge numbers
+            raise InvalidInput(f"--meta {key[:100]!r}: the value cannot be read as JSON (nested "
+                               "too deeply or a number too long); filters compare plain values "
+                               "such as text, numbers and true/false") from None
     return out
 
 
@@ -212,8 +262,8 @@ def list_traces(
             text = text[:99] + "…"
         extra = f"  [+{len(trace.attachments)} attachment(s)]" if trace.attachments else ""
         when = trace.event_time or trace.session_time or "-"
-        typer.echo(f"{trace.id}\t{trace.session or '-'}#{trace.seq}\t{when}\t"
-                   f"{trace.speaker or trace.role}: {text}{extra}")
+        typer.echo(f"{trace.id}\t{safe(trace.session or '-')}#{trace.seq}\t{when}\t"
+                   f"{safe(trace.speaker or trace.role)}: {safe(text)}{extra}")
 
 
 @app.command()
@@ -235,41 +285,82 @@ def get(
             value = json.dumps(value, ensure_ascii=False, sort_keys=True)
         elif field.name == "attachments":
             value = "; ".join(value) if value else "-"
-        typer.echo(f"{field.name + ':':14}{'-' if value is None else value}")
+        typer.echo(f"{field.name + ':':14}{'-' if value is None else safe(value)}")
+
+
+LockTimeoutOption = Annotated[float | None, typer.Option(
+    "--lock-timeout", metavar="SECONDS", show_default=False,
+    help="how long to wait for another process's write lock before failing [default: 5]")]
 
 
 @app.command()
 @friendly
 def delete(
     trace_id: Annotated[str | None, typer.Argument(
-        metavar="[ID]", help="trace id to delete (omit it with --scope)")] = None,
+        metavar="[ID]", help="trace id to delete (omit it with --session or --scope)")] = None,
     db: DbOption = None, user: UserOption = None, agent: AgentOption = None,
+    session: Annotated[str | None, typer.Option(
+        "--session", metavar="NAME", help="delete every trace of this session of the scope; "
+        "needs --yes")] = None,
     scope: Annotated[bool, typer.Option(
         "--scope", help="delete EVERYTHING in the scope given by --user/--agent "
         "(and nothing outside it); needs --yes")] = False,
-    yes: Annotated[bool, typer.Option("--yes", help="confirm --scope; no question is asked")] = False,
+    keep_history: Annotated[bool, typer.Option(
+        "--keep-history", help="keep the old text and metadata in the history of a deleted "
+        "trace (default: erase them; the history keeps a tombstone: event and time)")] = False,
+    yes: Annotated[bool, typer.Option(
+        "--yes", help="confirm --session or --scope; no question is asked")] = False,
+    lock_timeout: LockTimeoutOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Delete one trace by id, or a whole scope with --scope --yes."""
+    """Delete and erase one trace by id, a session with --session NAME --yes, or a whole scope
+    with --scope --yes; prints the receipt: what was removed from which table, and whether
+    the bytes left the files."""
     label = _scope_label(user, agent)
-    if scope == (trace_id is not None):
-        raise InvalidInput("give either a trace ID or --scope (to delete a whole scope)")
-    with open_memory(db, user, agent) as mem:
-        if scope:
-            if not yes:
-                raise InvalidInput(f"--scope deletes every trace in scope ({label}): "
-                                   "add --yes to confirm")
-            count = mem.delete_scope()
-            result: dict[str, Any] = {"deleted": count, "user": user, "agent": agent}
-            message = f"deleted {count} trace(s) from scope ({label})"
+    if (trace_id is not None) + (session is not None) + scope != 1:
+        raise InvalidInput("give either a trace ID or --scope (to delete a whole scope) or "
+                           "--session NAME (to delete one session): exactly one of them")
+    if scope and keep_history:
+        raise InvalidInput("--keep-history applies to a trace or a session: --scope removes "
+                           "the scope's history too")
+    if not yes and trace_id is None:
+        what = f"--session {session!r}" if session is not None else "--scope"
+        raise InvalidInput(f"{what} deletes every trace it names in scope ({label}): add --yes to confirm")
+    with open_memory(db, user, agent, lock_timeout_s=lock_timeout) as mem:
+        if trace_id is not None:
+            receipt = mem.delete(trace_id, keep_history=keep_history)
+            result: dict[str, Any] = {"deleted": trace_id}
+            message = f"deleted {trace_id}"
+        elif session is not None:
+            receipt = mem.delete_session(session, keep_history=keep_history)
+            result = {"deleted": receipt.traces, "session": session}
+            message = f"deleted session {session!r}: {receipt.traces} trace(s) from scope ({label})"
         else:
-            mem.delete(trace_id)
-            result = {"deleted": trace_id, "user": user, "agent": agent}
-            message = f"deleted {trace_id} (its history keeps a 'delete' event)"
+            receipt = mem.delete_scope()
+            result = {"deleted": receipt.traces}
+            message = f"deleted {receipt.traces} trace(s) from scope ({label})"
+    result.update(user=user, agent=agent, receipt=receipt.as_dict())
     if as_json:
         print_json(result)
+        return
+    typer.echo(message)
+    for line in _receipt_lines(receipt):
+        typer.echo(f"  {line}")
+
+
+def _receipt_lines(receipt: DeleteReceipt) -> list[str]:
+    """A delete receipt for people: what left which table, and what may still hold the text."""
+    removed = ", ".join(f"{table}={n}" for table, n in receipt.rows if n) or "nothing else"
+    if receipt.kind == "scope":
+        history = "history: removed"
+    elif receipt.history_text_purged:
+        history = "history: tombstones (event and time), no text or metadata"
     else:
-        typer.echo(message)
+        history = "history: keeps the old text and metadata (--keep-history)"
+    files = [f"secure_delete {'on' if receipt.secure_delete else 'off'}",
+             "write-ahead log checkpointed" if receipt.checkpointed else "write-ahead log not checkpointed"]
+    return ([f"removed: {removed}", history, f"files: {'; '.join(files)}"]
+            + [f"still holding it: {note}" for note in receipt.retained])
 
 
 @app.command()
@@ -291,7 +382,7 @@ def stats(
     for key, value in result.items():
         if isinstance(value, dict):
             value = ", ".join(f"{k or '(none)'}={v}" for k, v in value.items()) or "-"
-        typer.echo(f"{key + ':':16}{'-' if value is None else value}")
+        typer.echo(f"{key + ':':16}{'-' if value is None else safe(value)}")
 
 
 @app.command()
@@ -310,12 +401,12 @@ def history(
     for event in events:
         typer.echo(f"{event.at}  {event.event}")
         if event.event == "update" and event.old_text != event.new_text:
-            typer.echo(f"  - {event.old_text}")
-            typer.echo(f"  + {event.new_text}")
+            typer.echo(f"  - {safe(event.old_text)}")
+            typer.echo(f"  + {safe(event.new_text)}")
         elif event.event == "update":
-            typer.echo(f"  metadata: {event.old_metadata} -> {event.new_metadata}")
+            typer.echo(f"  metadata: {safe(event.old_metadata)} -> {safe(event.new_metadata)}")
         else:
-            typer.echo(f"  {event.new_text if event.event == 'add' else event.old_text}")
+            typer.echo(f"  {safe(event.new_text if event.event == 'add' else event.old_text)}")
 
 
 def main() -> None:
@@ -324,8 +415,9 @@ def main() -> None:
 
 
 # Register more commands on ``app``; imported last because they import ``app``:
-# search, reindex, demo (cli_retrieval); serve, keys (cli_service); mcp (cli_mcp); migrate (cli_migrate).
-from . import cli_mcp, cli_migrate, cli_retrieval, cli_service  # noqa: F401
+# search, reindex, demo (cli_retrieval); serve, keys (cli_service); mcp (cli_mcp); migrate (cli_migrate);
+# active, cards (cli_lifecycle).
+from . import cli_lifecycle, cli_mcp, cli_migrate, cli_retrieval, cli_service  # noqa: F401
 
 if __name__ == "__main__":
     # Run as a script, this file is the module __main__, while the command modules above

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import re
 import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from ..ingest import load_file
+from ..errors import InvalidInput
+from ..ingest import ImportedConversation, load_file
 from ..memory import Memory
 from ..reader.base import usage
+from ..retrieval.engine import SearchResult
 from .cli import (
     AgentOption,
     DbOption,
@@ -20,24 +28,47 @@ from .cli import (
     friendly,
     open_memory,
     print_json,
+    safe,
 )
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "locomo_moving_city.json"
+# Shipped inside the package (package data), so `zeromem demo` works from an installed wheel;
+# examples/locomo_moving_city.json in the repository is the same file.
+EXAMPLE = "locomo_moving_city.json"
+NO_ANSWER_NOTE = (
+    "no_answer_score (0 to 1) says how weakly the evidence found covers the question: 0 when the "
+    "top turns contain every content word of the question and are close in meaning, 1 when they "
+    "contain none. A high score (say above 0.5) hints that the memory holds no answer, as for an "
+    "adversarial question; it is a signal to set a threshold on, not a verdict.")
 
 
-def _print_evidence(result, *, show_why: bool = False) -> None:
+@contextlib.contextmanager
+def example_path() -> Iterator[Path]:
+    """The packaged example conversation as a file path (extracted if the package is zipped)."""
+    with resources.as_file(resources.files("zeromem") / "examples" / EXAMPLE) as path:
+        yield path
+
+
+def _when(time: str | None) -> str:
+    """A provenance time for a one-line listing: minutes, plus the offset when it has one."""
+    if not time:
+        return "undated"
+    text = time.replace("T", " ")
+    return text[:16] + (f" {text[19:]}" if len(text) > 19 else "")
+
+
+def _print_evidence(result: SearchResult, *, show_why: bool = False) -> None:
     for rank, ev in enumerate(result.evidence, 1):
         p = ev.provenance[0]
-        when = (p.time or "undated").replace("T", " ")[:16]
-        source = f" {p.source_id}" if p.source_id else ""
-        typer.echo(f"{rank:>2}. [{ev.trace_ids[0]}{source} | {p.session} | {when} | {p.speaker}] "
-                   f"{ev.text}")
+        source = f" {safe(p.source_id)}" if p.source_id else ""
+        typer.echo(f"{rank:>2}. [{ev.trace_ids[0]}{source} | {safe(p.session)} | {_when(p.time)} | "
+                   f"{safe(p.speaker)}] {safe(ev.text)}")
         for note in ev.annotations:
-            typer.echo(f"      ↳ {note}")
+            typer.echo(f"      ↳ {safe(note)}")
         if ev.superseded_by:
             typer.echo(f"      ↳ superseded by {ev.superseded_by}")
         if show_why:
-            parts = ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
+            # Reasons name trace ids ("reply to t17"), never the index's internal slots.
+            parts = ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={safe(v)}"
                               for k, v in ev.why.items())
             typer.echo(f"      why: {parts}")
 
@@ -68,7 +99,7 @@ def search(
                f"(query encoding {result.timings['encode_ms']:.1f} ms)")
     _print_evidence(result, show_why=why)
     if rendered is not None:
-        typer.echo("\n" + rendered.text)
+        typer.echo("\n" + safe(rendered.text))
 
 
 @app.command()
@@ -82,27 +113,102 @@ def reindex(db: DbOption = None, user: UserOption = None, agent: AgentOption = N
                f"{report.seconds:.2f}s (encoders: {enc or 'none'})")
 
 
+@dataclass(frozen=True)
+class DemoQuestion:
+    """One question of a LoCoMo file: its text, what answers it, the turns that hold that."""
+
+    text: str
+    answer: str | None  # None for an adversarial question: the conversation never answers it
+    tempting: str | None  # an adversarial question's plausible wrong answer
+    evidence: tuple[str, ...]  # dia_ids (source ids) of the turns the answer comes from
+
+
+def demo_questions(conversation: ImportedConversation) -> list[DemoQuestion]:
+    """The conversation's questions, or InvalidInput saying why the demo cannot use the file."""
+    if not conversation.qa:
+        raise InvalidInput(
+            f"{conversation.source} has no questions: `zeromem demo` needs a LoCoMo conversation "
+            "with a 'qa' list (question, answer, evidence); run `zeromem demo` alone for the "
+            "shipped example, or store this file with `zeromem ingest`")
+    out = []
+    for index, qa in enumerate(conversation.qa):
+        question = qa.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise InvalidInput(f"{conversation.source}: qa[{index}] has no 'question' text")
+        evidence = qa.get("evidence") or []
+        if isinstance(evidence, str):
+            evidence = [evidence]
+        ids = tuple(part for item in evidence if isinstance(item, str)
+                    for part in re.split(r"[;,\s]+", item) if part)  # LoCoMo has "D8:6; D9:17"
+        adversarial = "answer" not in qa and "adversarial_answer" in qa
+        out.append(DemoQuestion(
+            question, None if adversarial else _text(qa.get("answer")),
+            _text(qa.get("adversarial_answer")) if adversarial else None, ids))
+    return out
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _evidence_verdict(question: DemoQuestion, result: SearchResult) -> tuple[str, int]:
+    """("found D1:5, missed D2:3 (partial)", 0 miss / 1 partial / 2 hit) for one question."""
+    if not question.evidence:
+        return "no expected evidence listed", -1
+    shown = {p.source_id for ev in result.evidence for p in ev.provenance if p.source_id}
+    found = [e for e in question.evidence if e in shown]
+    missed = [e for e in question.evidence if e not in shown]
+    level = 2 if not missed else 1 if found else 0
+    parts = ([f"found {', '.join(found)}"] if found else []) + (
+        [f"missed {', '.join(missed)}"] if missed else [])
+    return f"{'; '.join(safe(p) for p in parts)} ({('miss', 'partial', 'hit')[level]})", level
+
+
 @app.command()
 @friendly
 def demo(
-    file: Annotated[Path | None, typer.Argument(help="a LoCoMo-format conversation")] = None,
-    k: Annotated[int, typer.Option("--k", help="turns of evidence per question")] = 5,
+    file: Annotated[Path | None, typer.Argument(
+        help="a LoCoMo-format conversation with questions [default: the shipped example]")] = None,
+    k: Annotated[int, typer.Option("--k", min=1, help="turns of evidence per question")] = 5,
 ) -> None:
-    """The main job end to end: ingest a conversation, index it, answer its questions with evidence."""
-    path = file or EXAMPLE
-    conversation = load_file(path)[0]
-    with tempfile.TemporaryDirectory() as tmp, Memory(Path(tmp) / "demo.db", user=conversation.name) as mem:
-        ids = mem.add_many(conversation.drafts)
-        typer.echo(f"stored {len(ids)} traces of '{conversation.name}' verbatim")
-        report = mem.index(progress=True)
-        typer.echo(f"indexed {report.units} units (turn/span/window/episode) in {report.seconds:.2f}s")
+    """The main job end to end: ingest a conversation, index it, and retrieve evidence for its
+    questions, saying for each whether the turns that answer it were found."""
+    with contextlib.ExitStack() as stack:
+        path = file if file is not None else stack.enter_context(example_path())
+        conversation = load_file(path)[0]
+        questions = demo_questions(conversation)
+        tmp = stack.enter_context(tempfile.TemporaryDirectory())
+        mem = stack.enter_context(Memory(Path(tmp) / "demo.db", user="demo"))
+        started = time.perf_counter()
+        ids = mem.add_many(conversation.drafts)  # indexed as it is stored (index_on_write)
+        mem.index(progress=True)  # whatever the write left to derive
+        units = sum(mem.stats()["units"].values())
+        typer.echo(f"stored {len(ids)} traces of '{safe(conversation.name)}' verbatim and indexed "
+                   f"them into {units} units (turn/span/window/episode) in "
+                   f"{time.perf_counter() - started:.2f}s")
+        typer.echo(f"\n{NO_ANSWER_NOTE}")
         before = usage()
-        for qa in conversation.qa:
-            result = mem.search_detailed(qa["question"], k=k)
-            gold = qa.get("answer", qa.get("adversarial_answer", ""))
-            typer.echo(f"\nQ: {qa['question']}   (gold: {gold}; evidence {', '.join(qa.get('evidence', []))})")
+        levels = []
+        for number, question in enumerate(questions, 1):
+            result = mem.search_detailed(question.text, k=k)
+            verdict, level = _evidence_verdict(question, result)
+            typer.echo(f"\nQ{number}: {safe(question.text)}")
+            if question.answer is not None:
+                levels.append(level)
+                typer.echo(f"   answer in the file: {safe(question.answer)}")
+                typer.echo(f"   expected evidence: {verdict}")
+            else:
+                tempting = f" (a tempting wrong answer: {safe(question.tempting)})" if question.tempting else ""
+                typer.echo(f"   adversarial: the conversation does not answer this{tempting}; "
+                           "a good result has a high no_answer_score")
+                typer.echo(f"   turns it is built on: {verdict}")
             typer.echo(f"   no_answer_score={result.no_answer_score:.2f}  "
                        f"{result.timings['total_ms']:.1f} ms")
             _print_evidence(result)
         spent = usage() - before
-        typer.echo(f"\nLLM calls in memory operations: {spent.calls}, LLM tokens: {spent.tokens}")
+        scored = [level for level in levels if level >= 0]
+        typer.echo(f"\nexpected evidence in the top {k}: all of it for "
+                   f"{sum(level == 2 for level in scored)} of {len(scored)} answerable questions, "
+                   f"part of it for {sum(level == 1 for level in scored)} "
+                   f"({len(questions) - len(levels)} adversarial question(s) not counted)")
+        typer.echo(f"LLM calls in memory operations: {spent.calls}, LLM tokens: {spent.tokens}")

@@ -2,9 +2,8 @@
 
 Tools: ``remember`` (store one trace), ``recall`` (evidence for a query), ``context`` (the
 rendered prompt block), ``forget`` (delete one trace) and ``history`` (a trace's add / update /
-delete events). ``active`` (the agent's budgeted working set) is registered only when
-``Memory`` has an ``active`` method: active memory arrives with a later issue, and this
-server picks it up without a change here.
+delete events) and ``active`` (the agent's budgeted working set, ``Memory.active``: the
+memory lifecycle's survival-scored constraints, preferences, states and live thread).
 
 Resources: ``zeromem://sessions`` (the scope's sessions with counts),
 ``zeromem://sessions/{session}`` (one session's traces, verbatim, in conversation order) and
@@ -222,7 +221,7 @@ def build_server(memory: Memory, *, user: str | None, agent: str | None,
         """Delete one stored message by its trace id (from remember or recall).
 
         It leaves every index at once: recall and context no longer return it. Its history
-        keeps a 'delete' event with the old text. An unknown id is an error. Returns {deleted}.
+        keeps a 'delete' event and its time, not the text (erased). An unknown id is an error. Returns {deleted}.
         No LLM is involved.
         """
         with _tool_errors():

@@ -3,9 +3,10 @@
 - **Compatibility**: a turn whose speaker is not the query's subject, or whose time falls
   outside the query's time cue, is down-weighted (soft filter: ``×(1 − penalty)``), never
   dropped — an off-subject turn can still be the only evidence.
-- **Supersession**: first-person state assertions ("I live in Boston", "I moved to Denver") are
-  keyed by (speaker, attribute); within a key every older assertion is superseded by the newest.
-  The older trace is kept and marked, the newer one ranks first.
+- **Supersession** (the rules live in ``lifecycle/supersede.py``): first-person state
+  assertions and corrections keyed by (speaker, attribute); within a key every older
+  assertion is superseded by the newest. The older trace is kept and marked, the newer one
+  ranks first.
 - **No-answer score**: ``1 − coverage · confidence`` where coverage is the share of the query's
   content words found in the best evidence and its neighbours, and confidence the top dense
   similarity mapped onto [0, 1]. A caller thresholds it to say "memory holds nothing for this".
@@ -14,8 +15,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,56 +23,6 @@ from ..encoders.timexpr import TimeSpan
 SUBJECT_PENALTY = 0.15
 TIME_PENALTY = 0.45
 TIME_SLACK_DAYS = {"day": 3, "week": 7, "month": 20, "year": 60}
-
-_STATE_PATTERNS: list[tuple[str, re.Pattern]] = [
-    ("residence", re.compile(r"\bI(?:'ve| have)? (?:just |recently |finally )?(?:now )?"
-                             r"(?:live|am living|moved|relocated|am moving|'m moving)\s+(?:back )?(?:in|to)\s+"
-                             r"((?:[A-Z][\w'-]+)(?:\s+[A-Z][\w'-]+)*)")),
-    ("employer", re.compile(r"\bI(?:'ve| have)? (?:just |recently |now )?(?:work|started working|got a job|am working)"
-                            r"\s+(?:at|for|with)\s+((?:[A-Z][\w&'-]+)(?:\s+[A-Z][\w&'-]+)*)")),
-    ("job", re.compile(r"\bI(?:'m| am) (?:now )?(?:a|an) ([a-z]+(?: [a-z]+)?) (?:at|for|now)\b")),
-    ("favorite", re.compile(r"\bmy (?:new )?favou?rite ([a-z]+) (?:is|are|has become) ([\w' -]+)", re.I)),
-    ("relationship", re.compile(r"\bI(?:'m| am) (?:now )?(single|married|engaged|divorced|dating)\b", re.I)),
-]
-
-
-@dataclass(frozen=True)
-class StateAssertion:
-    speaker: str
-    attribute: str
-    value: str
-
-
-def state_assertions(text: str, speaker: str | None) -> list[StateAssertion]:
-    """First-person state claims in one turn, keyed by (speaker, attribute)."""
-    if not speaker:
-        return []
-    found = []
-    for attribute, pattern in _STATE_PATTERNS:
-        for m in pattern.finditer(text):
-            if attribute == "favorite":
-                key, value = f"favorite {m.group(1).lower()}", m.group(2)
-            else:
-                key, value = attribute, m.group(1)
-            found.append(StateAssertion(speaker, key, value.strip().lower()))
-    return found
-
-
-def supersession(assertions: dict[int, list[StateAssertion]], order: dict[int, tuple]) -> dict[int, int]:
-    """Map each superseded turn node to the node that supersedes it (the newest, same key)."""
-    latest: dict[tuple[str, str], int] = {}
-    for node in sorted(assertions, key=lambda n: order[n]):
-        for a in assertions[node]:
-            latest[(a.speaker, a.attribute)] = node
-    superseded: dict[int, int] = {}
-    for node, items in assertions.items():
-        for a in items:
-            newest = latest[(a.speaker, a.attribute)]
-            newest_values = {b.value for b in assertions[newest] if b.attribute == a.attribute}
-            if newest != node and order[newest] > order[node] and a.value not in newest_values:
-                superseded[node] = newest
-    return superseded
-
 
 def subject_compat(speakers: list[str | None], lowered_texts: list[str], subject: str | None) -> np.ndarray:
     """1 for turns by (or naming) the subject, ``1 − SUBJECT_PENALTY`` otherwise.

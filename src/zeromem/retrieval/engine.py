@@ -70,9 +70,9 @@ class Engine:
 
     def search(self, prep: PreparedScope, query: str, *, k: int = 10, session: str | None = None,
                as_of: dt.datetime | None = None, allowed_rowids: set[int] | None = None,
-               skip: Collection[str] = ()) -> SearchResult:
+               skip: Collection[str] = (), hidden_rowids: Collection[int] = ()) -> SearchResult:
         """Evidence for ``query`` from ``prep``; ``skip``: channels to do without (``"dense"``,
-        ``"graph"``). A failing query embedding raises ``EncoderFailure`` (the caller may
+        ``"graph"``); ``hidden_rowids``: traces no evidence may come from (expired ones). A failing query embedding raises ``EncoderFailure`` (the caller may
         search again skipping ``"dense"``)."""
         t0 = time.perf_counter()
         qvec = None
@@ -86,11 +86,12 @@ class Engine:
         # threads than computing (measured ~100x slower on a busy 2-core machine).
         with _BLAS.limit(limits=1, user_api="blas"):
             return self._search(prep, query, qvec, t0, t_enc, k, session, as_of, allowed_rowids,
-                                GRAPH in skip)
+                                GRAPH in skip, hidden_rowids)
 
     def _search(self, prep: PreparedScope, query: str, qvec: np.ndarray | None, t0: float, t_enc: float,
                 k: int, session: str | None, as_of: dt.datetime | None,
-                allowed_rowids: set[int] | None, skip_graph: bool) -> SearchResult:
+                allowed_rowids: set[int] | None, skip_graph: bool,
+                hidden_rowids: Collection[int] = ()) -> SearchResult:
         cfg = self.config
         profile = build_profile(query, prep.speakers)
         plan = route(profile, cfg.primary_weight, cfg.local_primary_weight)
@@ -102,7 +103,7 @@ class Engine:
 
         alive = prep.alive
         live = index.turns.live()
-        mask = _eligible(prep, session, as_of, allowed_rowids) & alive
+        mask = _eligible(prep, session, as_of, allowed_rowids, hidden_rowids) & alive
         title = _title_match(query, prep)
         grams = query_ngrams([w for w in profile.words])
         aligned = align_entities(prep.graph, grams, qvec, index.entity_matrix(), index.entity_names)
@@ -175,10 +176,13 @@ class Engine:
             else cfg.session_diversity,
             coverage_gain=cfg.coverage_gain, turn_terms=prep.turn_terms,
             query_weights=query_term_weights(qtokens, prep.term_df, prep.n_live))
+        # As of a time, the state is the newest assertion visible then, not the newest today.
+        superseded = prep.superseded_by if as_of is None else prep.superseded_within(
+            (prep.turn_time <= as_of.isoformat()) & alive)
         if cfg.use_calibration:
-            ranked = _newest_state_first(ranked, prep.superseded_by)
+            ranked = _newest_state_first(ranked, superseded)
 
-        evidence = [self._evidence(prep, node, value, reason, {
+        evidence = [self._evidence(prep, node, value, reason, superseded, {
             "graph": float(graph[node]), "ppr": float(ppr[node]), "lexical_refinement": float(refine[node]),
             "hierarchy": float(hier[node]), **{f"h_{lvl}": float(v[node]) for lvl, v in lifted.items()},
             "dense_cosine": float(raw_dense_turn[node]), "compatibility": float(compat[node]),
@@ -192,12 +196,12 @@ class Engine:
         return SearchResult(evidence, profile, plan, no_answer, _timings(t0, t_enc))
 
     def _evidence(self, prep: PreparedScope, node: int, score: float, reason: str,
-                  why: dict[str, Any]) -> Evidence:
+                  superseded: dict[int, int], why: dict[str, Any]) -> Evidence:
         trace = prep.trace(node)
         provenance = Provenance(trace.id, trace.session, trace.speaker,
                                 trace.event_time or trace.session_time, trace.source_id, trace.seq)
         notes = tuple(f"{s.surface} = {s.label()}" for s in prep.annotations.get(node, []))
-        newer = prep.superseded_by.get(node)
+        newer = superseded.get(node)
         return Evidence(text=trace.text, trace_ids=(trace.id,), provenance=(provenance,),
                         score=round(score, 6), level="turn", why={"reason": reason, **why},
                         annotations=notes,
@@ -218,7 +222,7 @@ def _timings(t0: float, t_enc: float) -> dict[str, float]:
 
 
 def _eligible(prep: PreparedScope, session: str | None, as_of: dt.datetime | None,
-              allowed_rowids: set[int] | None) -> np.ndarray:
+              allowed_rowids: set[int] | None, hidden_rowids: Collection[int] = ()) -> np.ndarray:
     mask = np.ones(prep.n_turns, dtype=bool)
     if session is not None:
         mask &= prep.turn_session_name == session
@@ -226,6 +230,8 @@ def _eligible(prep: PreparedScope, session: str | None, as_of: dt.datetime | Non
         mask &= prep.turn_time <= as_of.isoformat()
     if allowed_rowids is not None:
         mask &= np.isin(prep.turn_rowid, np.fromiter(allowed_rowids, dtype=np.int64))
+    if hidden_rowids:
+        mask &= ~np.isin(prep.turn_rowid, np.fromiter(hidden_rowids, dtype=np.int64))
     return mask
 
 

@@ -14,10 +14,12 @@ from ..indexes.growable import Growable
 from ..indexes.ragged import Ragged
 from ..indexes.scope_index import Change, ScopeIndex
 from ..store.base import TraceRows
+from ..store.dates import utc_key
 from ..types import Scope, Trace
 from ..views.graph import EntityGraph, normalize_title
 from ..views.hierarchy import Hierarchy
-from .calibrate import StateAssertion, state_assertions, subject_compat, supersession
+from ..lifecycle.supersede import StateAssertion, restrict, state_assertions, supersession
+from .calibrate import subject_compat
 
 DISAMBIGUATED_TITLE = 0.5
 
@@ -40,7 +42,9 @@ class PreparedScope:
         self._rowid = Growable(np.int64, fill=-1)
         self._question_like = Growable(bool, fill=False)
         self._session_name = Growable(object, fill=None)  # each turn's session (for filters)
-        self._time = Growable(object, fill="")  # ISO time: event, else session, else recorded
+        # UTC key (store.dates.utc_key) of the event, else session, else recorded time: what
+        # as_of compares against, in instant order whatever offsets the traces were given.
+        self._time = Growable(object, fill="")
         self.turn_text: list[str] = []
         self.turn_lower: list[str] = []  # text plus attachment captions, lower-cased once
         self.turn_speaker: list[str | None] = []
@@ -105,6 +109,10 @@ class PreparedScope:
             self._superseded = supersession(self._assertions, self._order)
         return self._superseded
 
+    def superseded_within(self, visible: np.ndarray) -> dict[int, int]:
+        """Supersession among the ``visible`` turns only: the state as of a time."""
+        return supersession(restrict(self._assertions, lambda node: bool(visible[node])), self._order)
+
     @property
     def session_titles(self) -> dict[int, str]:
         """Session id → normalized name, for names that are words (a page, a thread)."""
@@ -141,7 +149,7 @@ class PreparedScope:
                 self.annotations[slot] = spans
                 ranges += [(s.first, s.last) for s in spans]
             self.turn_dates[slot] = ranges
-            found = state_assertions(trace.text, trace.speaker)
+            found = state_assertions(trace.text, trace.speaker, trace.session, trace.seq)
             if found:
                 self._assertions[slot] = found
                 self._order[slot] = _order_key(trace)
@@ -160,7 +168,7 @@ class PreparedScope:
         self.turn_speaker[slot] = speaker
         self._question_like[slot] = text.rstrip().endswith("?")
         self._session_name[slot] = session
-        self._time[slot] = event_time or session_time or recorded_at
+        self._time[slot] = utc_key(event_time or session_time or recorded_at)
         self._speaker_counts[speaker] += 1
 
     def _after_update(self, change: Change) -> None:
@@ -240,7 +248,7 @@ class PreparedScope:
         facts["annotations"] = {str(slot): [[s.surface, s.start_char, s.end_char, s.first.toordinal(),
                                              s.last.toordinal(), s.granularity] for s in spans]
                                 for slot, spans in self.annotations.items()}
-        facts["assertions"] = {str(slot): [[a.speaker, a.attribute, a.value] for a in found]
+        facts["assertions"] = {str(slot): [[a.speaker, a.attribute, a.value, a.session, a.seq] for a in found]
                                for slot, found in self._assertions.items()}
         return arrays, facts
 

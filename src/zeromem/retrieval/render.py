@@ -3,17 +3,11 @@ resolved dates of relative expressions shown as annotations beside the verbatim 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from typing import Any
 
+from ..encoders.tokenize import count_budget_tokens as count_tokens
 from ..types import Evidence
-
-_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
-
-
-def count_tokens(text: str) -> int:
-    """Word-piece-free token estimate: words and punctuation marks (no download needed)."""
-    return len(_TOKEN.findall(text))
 
 
 @dataclass(frozen=True)
@@ -26,6 +20,9 @@ class RenderedContext:
     # What the search behind it had to do without (``SearchResult.degraded``); empty when
     # every model worked or the evidence came from elsewhere.
     degraded: tuple[str, ...] = ()
+    # Active memory shown before the evidence (``render_context(include_active=True)``):
+    # ``lifecycle.active.ActiveEntry`` items, in conversation order.
+    active: tuple[Any, ...] = ()
 
 
 def _line(ev: Evidence) -> str:

@@ -30,7 +30,9 @@ from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, NER, EncoderFailure
 from ..errors import InvalidInput
 from ..indexes.scope_index import ScopeIndex, session_batches
+from ..lifecycle.service import expired_rowids
 from ..store import validate
+from ..store.dates import to_utc
 from ..store.fingerprint import check_fingerprint
 from ..types import Evidence, Scope
 from . import persist
@@ -250,6 +252,7 @@ class Retriever:
         allowed = None
         if filters:
             allowed = {int(t.id[1:]) for t in self.store.list(scope, metadata=filters)}
+        hidden = expired_rowids(self.store.expiring(scope), cutoff)
         loading = None
         if self._engine is None:
             # The first search of a process loads the embedder (~0.5 s) while the scope's
@@ -263,16 +266,17 @@ class Retriever:
         engine = self.engine()
         with self.lock(scope):
             prep = self.prepared(scope)
-            when = dt.datetime.fromisoformat(cutoff) if cutoff else None
+            # Naive UTC, like the prepared index's turn times (store.dates.utc_key).
+            when = to_utc(dt.datetime.fromisoformat(cutoff)) if cutoff else None
             skip, notes = self.degraded(scope)
             try:
                 result = engine.search(prep, query, k=k, session=session, as_of=when,
-                                       allowed_rowids=allowed, skip=skip)
+                                       allowed_rowids=allowed, skip=skip, hidden_rowids=hidden)
             except EncoderFailure as exc:  # the query embedding failed: search without it
                 self.encoders.fail(exc.component, exc)
                 skip, notes = self.degraded(scope)
                 result = engine.search(prep, query, k=k, session=session, as_of=when,
-                                       allowed_rowids=allowed, skip=skip)
+                                       allowed_rowids=allowed, skip=skip, hidden_rowids=hidden)
             result.degraded = notes
             return result
 

@@ -15,6 +15,11 @@ that knows them.
 
 Derived rows (units, vectors, mentions, segments) get their own methods here later; today they
 are reached through the SQLite backend's ``read`` / ``transaction``.
+
+Erasure (``delete``, ``delete_session``, ``delete_scope``; ``update(keep_history=False)``):
+the text leaves every table — the trace, its history events (kept as tombstones: id, time,
+event), every derived unit, vector, mention and entity vector made from it, and the scope's
+persisted index — and the backend's files as far as it can promise (``DeleteReceipt``).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -32,6 +37,80 @@ from . import validate
 from .keys import ApiKey
 
 _ID_RE = re.compile(r"^t(\d{1,18})$")
+
+# How long a write waits for another connection's write lock before it fails with StoreError
+# (Config.lock_timeout_s): long enough for any single zeromem write, short enough that a
+# stuck writer is reported instead of waited on in silence.
+DEFAULT_LOCK_TIMEOUT_S = 5.0
+
+# Every table that can hold a trace's text or something derived from it, in the order a
+# receipt lists them (SQLite; PostgreSQL keeps vectors in ``units`` and has no unit_vectors).
+ERASABLE_TABLES = ("traces", "trace_history", "trace_signals", "units", "unit_vectors",
+                   "unit_mentions", "entity_vectors", "dirty_sessions", "session_changes",
+                   "scope_snapshots", "scope_snapshot_parts", "store_meta")
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteReceipt:
+    """What a delete removed and where: the claim an erasure can be checked against.
+
+    * ``kind``: ``"trace"``, ``"session"`` or ``"scope"``; ``trace_ids``: the traces removed.
+    * ``rows``: ``(table, rows)`` for every table that can hold text or what was derived from
+      it (``ERASABLE_TABLES``), zeros included, so the receipt also says what was checked. For
+      ``trace_history`` it counts the events emptied of text (tombstones) or removed (scope).
+    * ``history_text_purged``: no history event of these traces holds text or metadata any
+      more; False when the caller kept the history (``keep_history=True``).
+    * ``secure_delete``: the backend overwrote the freed bytes (SQLite ``secure_delete``).
+    * ``checkpointed``: SQLite's write-ahead log was copied into the file and truncated, so
+      the ``-wal`` file holds no copy of the old pages.
+    * ``retained``: what may still hold the text, one sentence each; empty when nothing does.
+    """
+
+    kind: str
+    trace_ids: tuple[str, ...]
+    rows: tuple[tuple[str, int], ...]
+    history_text_purged: bool
+    secure_delete: bool
+    checkpointed: bool
+    retained: tuple[str, ...] = ()
+
+    @property
+    def traces(self) -> int:
+        """How many traces were removed."""
+        return len(self.trace_ids)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The receipt as plain JSON values (``rows`` as an object), for the CLI and the API."""
+        return {"kind": self.kind, "traces": self.traces, "trace_ids": list(self.trace_ids),
+                "rows": dict(self.rows), "history_text_purged": self.history_text_purged,
+                "secure_delete": self.secure_delete, "checkpointed": self.checkpointed,
+                "retained": list(self.retained)}
+
+
+def make_receipt(kind: str, trace_ids: Sequence[str], counts: Mapping[str, int], *,
+                 history_text_purged: bool, secure_delete: bool, checkpointed: bool,
+                 retained: Sequence[str] = ()) -> DeleteReceipt:
+    """A ``DeleteReceipt`` listing every erasable table in a fixed order (missing ones as 0)."""
+    return DeleteReceipt(kind, tuple(trace_ids),
+                         tuple((table, int(counts.get(table, 0))) for table in ERASABLE_TABLES),
+                         history_text_purged, secure_delete, checkpointed, tuple(retained))
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """A boolean option such as ``keep_history``: a real bool, so that a stray string such as
+    ``"false"`` is refused instead of read as True."""
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def check_lock_timeout(value: Any) -> float:
+    """``lock_timeout_s``: a positive, finite number of seconds (at most a day)."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not 0 < float(value) <= 86_400):
+        raise InvalidInput(f"lock_timeout_s must be a number of seconds above 0 (at most 86400), "
+                           f"got {value!r}")
+    return float(value)
 
 
 @dataclass(slots=True)
@@ -179,22 +258,38 @@ class TraceStoreBase(ABC):
         """
 
     @abstractmethod
-    def update(self, tid: str, scope: Scope, *, text: Any = None, metadata: Any = None) -> Trace:
+    def update(self, tid: str, scope: Scope, *, text: Any = None, metadata: Any = None,
+               keep_history: bool = True) -> Trace:
         """Replace a trace's text and/or metadata (at least one); returns the new version.
 
         The version counter goes up by one and the history gains an 'update' event holding the
-        text and metadata before and after. NotFound if ``tid`` is not in ``scope``.
+        text and metadata before and after: by design, so that a change can be audited.
+        ``keep_history=False`` erases instead: every earlier version's text and metadata leave
+        the history (its events stay as tombstones: time and event) and the backend's files as
+        ``delete`` does; the new event records only the new version. NotFound if ``tid`` is not
+        in ``scope``.
         """
 
     @abstractmethod
-    def delete(self, tid: str, scope: Scope) -> None:
-        """Remove a trace; its history keeps a 'delete' event. NotFound if not in ``scope``."""
+    def delete(self, tid: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
+        """Remove a trace and erase its text; NotFound if it is not in ``scope``.
+
+        The text leaves the trace table, every history event of the trace (they stay as
+        tombstones: time and event, then a 'delete' event), every derived row made from it and
+        the scope's persisted index (every process's in-memory index is rebuilt from the store
+        at its next search). ``keep_history=True`` keeps the old text and metadata in the
+        history instead (a 'delete' event holding them), as before erasure existed.
+        """
 
     @abstractmethod
-    def delete_scope(self, scope: Scope) -> int:
+    def delete_session(self, session: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
+        """Remove every trace of one session of ``scope`` as ``delete`` removes one; NotFound
+        if the scope has no trace in that session."""
+
+    @abstractmethod
+    def delete_scope(self, scope: Scope) -> DeleteReceipt:
         """Remove every trace, history event, derived row and per-scope fact (such as the
-        embedder fingerprint) of ``scope``, and nothing of any other scope; returns how many
-        traces were removed."""
+        embedder fingerprint) of ``scope``, and nothing of any other scope."""
 
     # -- reads -----------------------------------------------------------------------------
     @abstractmethod
@@ -209,7 +304,8 @@ class TraceStoreBase(ABC):
     @abstractmethod
     def history(self, tid: str, scope: Scope) -> list[HistoryEvent]:
         """Every 'add' / 'update' / 'delete' event of a trace, oldest first; it outlives a
-        delete. NotFound if the trace never existed in ``scope``."""
+        delete (as tombstones without text or metadata, unless the delete kept the history).
+        NotFound if the trace never existed in ``scope``."""
 
     @abstractmethod
     def scope_version(self, scope: Scope) -> int:
@@ -441,6 +537,20 @@ class DerivedStoreBase(ABC):
         """Accumulate encoder time and items (reported by ``zeromem stats``)."""
 
     @abstractmethod
+    def trace_signals(self, scope: Scope) -> dict[int, str | None]:
+        """Each trace of the scope (rowid) → its lifecycle signals (JSON) stored for its
+        current version, or None when they still have to be computed."""
+
+    @abstractmethod
+    def expiring(self, scope: Scope) -> dict[int, Any]:
+        """rowid → metadata ``expires_at`` of the scope's traces that carry one (the memory
+        lifecycle's TTL; few traces have one, so this is a filtered scan)."""
+
+    @abstractmethod
+    def put_signals(self, scope: Scope, rows: Sequence[tuple[int, int, str]]) -> None:
+        """Store (trace rowid, version, signals JSON) rows; rows of deleted traces go."""
+
+    @abstractmethod
     def read_changes(self, scope: Scope, since: int, known_entities: set[str]) -> dict:
         """In one read transaction, what an in-memory index at version ``since`` lacks:
         ``version``, ``full`` (rebuild from scratch), ``sessions``, their ``traces`` (Trace),
@@ -451,7 +561,12 @@ class DerivedStoreBase(ABC):
     @abstractmethod
     def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes],
                       format: int = 1) -> None:
-        """Replace the scope's persisted in-memory index (retrieval/persist.py)."""
+        """Replace the scope's persisted in-memory index (retrieval/persist.py).
+
+        Nothing is written when ``version`` is older than the scope's last wipe (an erasing
+        delete, ``delete_scope``, ``reindex``): such an index could hold words of erased
+        traces, and ``load_snapshot`` would ignore it anyway. A read-only store writes nothing.
+        """
 
     @abstractmethod
     def load_snapshot(self, scope: Scope, format: int = 1

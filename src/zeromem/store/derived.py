@@ -1,41 +1,93 @@
 """SQLite's SQL for derived rows: units, vectors, mentions, entity vectors, the session-change
 log and persisted indexes (``SQLiteStore`` exposes them as the ``DerivedStoreBase`` methods).
 
-Purging inside the write that makes them stale: an update or delete removes, in its own transaction, every unit that covers the trace (its
-turn and spans, and the windows and episode around it) with their vectors and mentions, and
-the vectors of entities nobody mentions any more. The text of a deleted trace therefore
-survives in no table the moment ``delete`` returns; the session is re-derived at the next
-refresh, and the untouched turns of the session keep their stored encodings.
+Purging inside the write that makes them stale: an update or delete removes, in its own
+transaction, every unit that covers the trace (its turn and spans, and the windows and episode
+around it) with their vectors and mentions, and the vectors of entities nobody mentions any
+more; the session is re-derived at the next refresh, and the untouched turns of the session
+keep their stored encodings.
+
+That alone does not erase: the trace's text also sits in its history events, and a persisted
+index holds the words its vocabulary learned. An erasing delete (``SQLiteStore.delete`` and
+friends) therefore also empties the history events, drops the scope's persisted index
+(``drop_snapshot``) and marks a wipe, and ``save_snapshot`` refuses an index older than the
+wipe; with ``secure_delete`` on and the write-ahead log checkpointed, the bytes then leave
+the file too (tests/test_erasure.py greps for them).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import Sequence
+from typing import Any
+
+# A list of ids bound as ONE JSON parameter: no limit on how many (SQLite caps the number of
+# bound variables per statement, at 999 in older builds).
+_IN_JSON = "IN (SELECT value FROM json_each(?))"
 
 
 def purge_units_of_trace(conn: sqlite3.Connection, user: str, agent: str, session: str,
-                         rowid: int) -> None:
+                         rowid: int) -> Counter[str]:
+    """Remove every unit covering the trace (see the module docstring); rows removed per table."""
     units = [r[0] for r in conn.execute(
         "SELECT u.id FROM units u WHERE u.user_key=? AND u.agent_key=? AND u.session=?"
         " AND EXISTS (SELECT 1 FROM json_each(u.trace_rowids) WHERE value = ?)",
         (user, agent, session, rowid))]
     if not units:
-        return
+        return Counter()
     note_session_change(conn, user, agent, session)
-    marks = ",".join("?" * len(units))
-    entities = [r[0] for r in conn.execute(
-        f"SELECT DISTINCT entity FROM unit_mentions WHERE unit_id IN ({marks})", units)]
-    conn.execute(f"DELETE FROM units WHERE id IN ({marks})", units)  # cascades to vectors, mentions
-    for entity in entities:
-        still = conn.execute(
-            "SELECT 1 FROM unit_mentions m JOIN units u ON u.id = m.unit_id"
-            " WHERE m.entity=? AND u.user_key=? AND u.agent_key=? LIMIT 1",
-            (entity, user, agent)).fetchone()
-        if still is None:
-            conn.execute("DELETE FROM entity_vectors WHERE user_key=? AND agent_key=? AND entity=?",
-                         (user, agent, entity))
+    return drop_units(conn, user, agent, units)
+
+
+def purge_units_of_session(conn: sqlite3.Connection, user: str, agent: str,
+                           session: str) -> Counter[str]:
+    """Remove every unit of a session (all its traces are going); rows removed per table."""
+    units = [r[0] for r in conn.execute(
+        "SELECT id FROM units WHERE user_key=? AND agent_key=? AND session=?", (user, agent, session))]
+    return drop_units(conn, user, agent, units) if units else Counter()
+
+
+def drop_units(conn: sqlite3.Connection, user: str, agent: str, unit_ids: Sequence[int]) -> Counter[str]:
+    """Delete units (cascading to their vectors and mentions) and the vectors of entities the
+    scope no longer mentions; rows removed per table."""
+    ids = json.dumps(list(unit_ids))
+    counts: Counter[str] = Counter()
+    for table in ("unit_vectors", "unit_mentions"):
+        counts[table] = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE unit_id {_IN_JSON}", (ids,)).fetchone()[0]
+    entities = json.dumps([r[0] for r in conn.execute(
+        f"SELECT DISTINCT entity FROM unit_mentions WHERE unit_id {_IN_JSON}", (ids,))])
+    counts["units"] = conn.execute(f"DELETE FROM units WHERE id {_IN_JSON}", (ids,)).rowcount
+    counts["entity_vectors"] = conn.execute(
+        f"DELETE FROM entity_vectors WHERE user_key=? AND agent_key=? AND entity {_IN_JSON}"
+        " AND NOT EXISTS (SELECT 1 FROM unit_mentions m JOIN units u ON u.id = m.unit_id"
+        " WHERE m.entity = entity_vectors.entity AND u.user_key = entity_vectors.user_key"
+        " AND u.agent_key = entity_vectors.agent_key)", (user, agent, entities)).rowcount
+    return counts
+
+
+def drop_snapshot(conn: sqlite3.Connection, user: str, agent: str) -> Counter[str]:
+    """Remove the scope's persisted index: it may hold words of a trace being erased (its
+    vocabulary never forgets a word); rows removed per table."""
+    return Counter({table: conn.execute(f"DELETE FROM {table} WHERE user_key=? AND agent_key=?",
+                                        (user, agent)).rowcount
+                    for table in ("scope_snapshots", "scope_snapshot_parts")})
+
+
+def forget_session(conn: sqlite3.Connection, user: str, agent: str, session: str) -> Counter[str]:
+    """Remove a deleted session's dirty mark and change-log row (its name). Only after a wipe:
+    a reader at an older version then rebuilds whole instead of reading the change log."""
+    return Counter({table: conn.execute(f"DELETE FROM {table} WHERE user_key=? AND agent_key=? AND session=?",
+                                        (user, agent, session)).rowcount
+                    for table in ("dirty_sessions", "session_changes")})
+
+
+def snapshot_predates_wipe(conn: sqlite3.Connection, user: str, agent: str, version: int) -> bool:
+    """Whether an index at ``version`` is older than the scope's last wipe (see save_snapshot)."""
+    row = conn.execute("SELECT reset_version FROM scope_versions WHERE user_key=? AND agent_key=?",
+                       (user, agent)).fetchone()
+    return row is not None and int(row[0]) > version
 
 
 def note_session_change(conn: sqlite3.Connection, user: str, agent: str, session: str) -> None:
@@ -248,3 +300,34 @@ def trace_entities(conn: sqlite3.Connection, user: str, agent: str, rowid: int, 
     ranked = sorted(shared.items(), key=lambda item: (-len(item[1]), item[0]))[:max(0, limit)]
     return ([(e, label, surface, count, df[e]) for e, label, surface, count in mentions],
             [(other, sorted(entities)) for other, entities in ranked])
+
+
+def trace_signals(conn: sqlite3.Connection, user: str, agent: str) -> dict[int, str | None]:
+    """Every trace of the scope → its stored lifecycle signals (JSON) for its current
+    version, or None when they are missing or were computed for an older version."""
+    rows = conn.execute(
+        "SELECT t.rowid_, s.signals FROM traces t LEFT JOIN trace_signals s"
+        " ON s.user_key = t.user_key AND s.agent_key = t.agent_key AND s.trace_rowid = t.rowid_"
+        " AND s.version = t.version WHERE t.user_key=? AND t.agent_key=? ORDER BY t.rowid_",
+        (user, agent)).fetchall()
+    return {int(rowid): blob for rowid, blob in rows}
+
+
+def put_signals(conn: sqlite3.Connection, user: str, agent: str,
+                rows: Sequence[tuple[int, int, str]]) -> None:
+    """Store (trace rowid, version, signals JSON) rows, and drop those of deleted traces."""
+    conn.executemany(
+        "INSERT INTO trace_signals (user_key, agent_key, trace_rowid, version, signals)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_key, agent_key, trace_rowid)"
+        " DO UPDATE SET version = excluded.version, signals = excluded.signals",
+        [(user, agent, rowid, version, blob) for rowid, version, blob in rows])
+    conn.execute("DELETE FROM trace_signals WHERE user_key=? AND agent_key=? AND trace_rowid NOT IN"
+                 " (SELECT rowid_ FROM traces WHERE user_key=? AND agent_key=?)", (user, agent, user, agent))
+
+
+def expiring(conn: sqlite3.Connection, user: str, agent: str) -> dict[int, Any]:
+    """rowid → metadata ``expires_at`` of the scope's traces that carry one."""
+    rows = conn.execute("SELECT rowid_, json_extract(metadata, '$.expires_at') FROM traces"
+                        " WHERE user_key=? AND agent_key=? AND metadata LIKE '%\"expires_at\"%'",
+                        (user, agent)).fetchall()
+    return {int(rowid): value for rowid, value in rows if value is not None}

@@ -18,12 +18,24 @@ conformance suite (tests/conformance) runs unchanged on both backends:
 
 PostgreSQL cannot store the NUL character (``\\x00``) in text: such input is refused with
 InvalidInput before anything is written (SQLite would store it).
+
+Erasure (``delete``, ``delete_session``, ``delete_scope``, ``update(keep_history=False)``)
+removes the rows and empties the history events exactly as SQLiteStore does: no table holds
+the text afterwards. PostgreSQL itself keeps the old row versions (dead tuples) in the table
+and index files, and the text in its write-ahead log, until VACUUM reclaims the space and the
+WAL segments are recycled; base backups, WAL archives and replicas keep their own copies.
+Every receipt says so (``DeleteReceipt.retained``): run ``VACUUM`` on the tables (or let
+autovacuum run) where the bytes must leave the disk too.
+
+Lock waits: every connection sets ``lock_timeout``, so a write blocked by another
+transaction's lock fails after ``lock_timeout_s`` with a StoreError that says so.
 """
 
 from __future__ import annotations
 
 import builtins
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -37,24 +49,37 @@ from ..types import HistoryEvent, Scope, Trace
 from . import postgres_derived as pgd
 from . import validate
 from .base import (
+    DEFAULT_LOCK_TIMEOUT_S,
     CleanDraft,
+    DeleteReceipt,
     DerivedUnit,
     StoreBase,
     TraceDraft,
     TraceRows,
+    check_flag,
+    check_lock_timeout,
     check_meta_key,
     check_meta_value,
     clean_list_filters,
+    make_receipt,
     not_found_message,
     parse_trace_id,
     scope_key,
     scope_meta_suffix,
     trace_id,
 )
+from .dates import utc_key
 from .factory import redact_url
 from .keys import ApiKey, check_key_id
 from .postgres_schema import migrate
-from .sqlite import _now, _row_fields, _row_to_key, _row_to_trace
+from .sqlite import (
+    _no_session_message,
+    _now,
+    _row_fields,
+    _row_to_key,
+    _row_to_trace,
+    _session_name,
+)
 
 __all__ = ["PostgresStore", "redact_url"]
 
@@ -65,8 +90,16 @@ _COLUMNS = ("rowid_, text, user_key, agent_key, session, has_session, session_ti
             " event_time, recorded_at, seq, source_id, metadata, attachments, version")
 _KEY_COLUMNS = "key_id, user_key, agent_key, label, created_at, revoked_at"
 _TIME = "COALESCE(event_time, session_time, recorded_at)"
+# That time as a UTC instant (timestamp without zone): stored times keep their offset, which
+# text comparison ignores; a time without one counts as UTC (store/dates.py, utc_key).
+_TIME_UTC = (f"(CASE WHEN {_TIME} ~ '[+-][0-9][0-9]:[0-9][0-9](:[0-9][0-9])?$'"
+             f" THEN ({_TIME})::timestamptz AT TIME ZONE 'UTC' ELSE ({_TIME})::timestamp END)")
 ALL_SCOPES = "/* all-scopes */ "  # marks the statements that read across scopes on purpose
 DEFAULT_POOL_SIZE = 8
+# What a receipt says PostgreSQL may still hold after an erasure (see the module docstring).
+RETAINED = (("PostgreSQL keeps the deleted row versions (dead tuples) in the table and index "
+             "files and the text in its write-ahead log until VACUUM reclaims them; backups, "
+             "WAL archives and replicas keep their own copies"),)
 
 
 def _no_nul(value: str | None, field: str) -> None:
@@ -79,9 +112,11 @@ class PostgresStore(StoreBase):
     """Verbatim traces, history, scope versions and derived rows in PostgreSQL + pgvector."""
 
     def __init__(self, url: str, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
-                 timeout_s: float = 30.0, pool_size: int = DEFAULT_POOL_SIZE) -> None:
+                 timeout_s: float = 30.0, pool_size: int = DEFAULT_POOL_SIZE,
+                 lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> None:
         self.path = redact_url(url)
         self.max_text_chars = max_text_chars
+        self.lock_timeout_s = check_lock_timeout(lock_timeout_s)
         self._closed = False
         try:
             first = psycopg.connect(url, autocommit=True, connect_timeout=max(2, int(timeout_s)))
@@ -113,6 +148,14 @@ class PostgresStore(StoreBase):
     # -- plumbing -----------------------------------------------------------------------
     def _configure(self, conn: psycopg.Connection) -> None:
         pgd.register_vector(conn, self._vector_oid)
+        # A session setting (the connections are autocommit): every statement of every
+        # transaction on this connection waits at most this long for a lock.
+        conn.execute(f"SET lock_timeout = {max(1, int(self.lock_timeout_s * 1000))}")
+
+    def _locked_message(self) -> str:
+        return (f"the database {self.path} is locked by another writer for more than "
+                f"{self.lock_timeout_s:g} s; nothing was changed: raise lock_timeout_s "
+                "(Config.lock_timeout_s, or --lock-timeout) or find the other process that holds it")
 
     def close(self) -> None:
         if not self._closed:
@@ -155,6 +198,8 @@ class PostgresStore(StoreBase):
                 with self._connection("write") as conn, conn.transaction():
                     return fn(conn)
             except StoreError as exc:
+                if isinstance(exc.__context__, pg_errors.LockNotAvailable):
+                    raise StoreError(self._locked_message()) from None
                 if not isinstance(exc.__context__, _RETRYABLE) or attempt == _RETRIES - 1:
                     raise StoreError(f"{exc}; nothing was changed") from None
         raise StoreError(f"write failed on {self.path}")  # pragma: no cover - loop always returns
@@ -213,6 +258,18 @@ class PostgresStore(StoreBase):
     def add_encoder_timings(self, seconds: dict[str, float], items: dict[str, int]) -> None:
         self._write(lambda conn: pgd.add_encoder_timings(conn, seconds, items))
 
+    def trace_signals(self, scope: Scope) -> dict[int, str | None]:
+        key = self._scope(scope)
+        return self._snapshot(lambda conn: pgd.trace_signals(conn, key))
+
+    def expiring(self, scope: Scope) -> dict[int, Any]:
+        key = self._scope(scope)
+        return self._snapshot(lambda conn: pgd.expiring(conn, key))
+
+    def put_signals(self, scope: Scope, rows: Sequence[tuple[int, int, str]]) -> None:
+        key = self._scope(scope)
+        self._write(lambda conn: pgd.put_signals(conn, key, rows))
+
     def read_changes(self, scope: Scope, since: int, known_entities: set[str]) -> dict:
         """What an in-memory index at version ``since`` lacks, read in one repeatable-read
         transaction (one consistent version of the scope); see ``derived.read_changes``."""
@@ -223,12 +280,16 @@ class PostgresStore(StoreBase):
 
     def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes],
                       format: int = 1) -> None:
-        """Replace the scope's persisted index (derived, disposable) in one transaction."""
+        """Replace the scope's persisted index (derived, disposable) in one transaction; nothing
+        is written for an index older than the scope's last wipe (see the base)."""
         key = self._scope(scope)
 
         def body(conn: psycopg.Connection) -> None:
             # Two processes saving the same scope at once take turns on its version row.
-            conn.execute("SELECT version FROM scope_versions WHERE scope_key = %s FOR UPDATE", (key,))
+            row = conn.execute("SELECT reset_version FROM scope_versions WHERE scope_key = %s FOR UPDATE",
+                               (key,)).fetchone()
+            if row is not None and int(row[0]) > version:
+                return
             conn.execute("DELETE FROM scope_snapshot_parts WHERE scope_key = %s", (key,))
             conn.cursor().executemany(
                 "INSERT INTO scope_snapshot_parts (scope_key, name, blob) VALUES (%s, %s, %s)",
@@ -295,24 +356,31 @@ class PostgresStore(StoreBase):
 
         return self._write(body)
 
-    def update(self, tid: str, scope: Scope, *, text: Any = None, metadata: Any = None) -> Trace:
-        """Replace text and/or metadata; the previous version stays in the history."""
+    def update(self, tid: str, scope: Scope, *, text: Any = None, metadata: Any = None,
+               keep_history: bool = True) -> Trace:
+        """Replace text and/or metadata. The previous version stays in the history (auditable),
+        unless ``keep_history=False``: then every earlier version is erased (see the base)."""
         if text is None and metadata is None:
             raise InvalidInput("update needs new text, new metadata, or both")
         new_text = validate.clean_text(text, max_chars=self.max_text_chars) if text is not None else None
         _no_nul(new_text, "text")
         new_meta = validate.clean_metadata(metadata) if metadata is not None else None
+        keep = check_flag(keep_history, "keep_history")
         rowid = parse_trace_id(tid)
         key = self._scope(scope)
 
         def body(conn: psycopg.Connection) -> None:
-            version = pgd.lock_scope(conn, key)
+            version = pgd.lock_scope(conn, key, reset=not keep)
             old_text, old_meta, session = _owned_row(conn, key, rowid, tid, scope)
             text_out = new_text if new_text is not None else old_text
             meta_out = (json.dumps(new_meta, ensure_ascii=False, sort_keys=True)
                         if new_meta is not None else old_meta)
             conn.execute("UPDATE traces SET text = %s, metadata = %s, version = version + 1"
                          " WHERE scope_key = %s AND rowid_ = %s", (text_out, meta_out, key, rowid))
+            if not keep:
+                _purge_history(conn, key, [rowid])
+                pgd.drop_snapshot(conn, key)
+                old_text = old_meta = None
             conn.execute(
                 "INSERT INTO trace_history (scope_key, trace_rowid, event, at, old_text, new_text,"
                 " old_metadata, new_metadata) VALUES (%s, %s, 'update', %s, %s, %s, %s, %s)",
@@ -323,39 +391,71 @@ class PostgresStore(StoreBase):
         self._write(body)
         return self.get(tid, scope)
 
-    def delete(self, tid: str, scope: Scope) -> None:
-        """Remove a trace from the record (its history keeps a 'delete' event)."""
+    def delete(self, tid: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
+        """Remove a trace and erase its text from every table (see the base and the module
+        docstring: dead tuples stay until VACUUM); ``keep_history=True`` keeps it in history."""
         rowid = parse_trace_id(tid)
+        keep = check_flag(keep_history, "keep_history")
         key = self._scope(scope)
 
-        def body(conn: psycopg.Connection) -> None:
-            version = pgd.lock_scope(conn, key)
-            old_text, old_meta, session = _owned_row(conn, key, rowid, tid, scope)
-            conn.execute("DELETE FROM traces WHERE scope_key = %s AND rowid_ = %s", (key, rowid))
-            conn.execute(
-                "INSERT INTO trace_history (scope_key, trace_rowid, event, at, old_text, old_metadata)"
-                " VALUES (%s, %s, 'delete', %s, %s, %s)", (key, rowid, _now(), old_text, old_meta))
+        def body(conn: psycopg.Connection) -> Counter[str]:
+            version = pgd.lock_scope(conn, key, reset=not keep)
+            session = _owned_row(conn, key, rowid, tid, scope)[2]
+            counts = _remove_traces(conn, key, [rowid], keep_history=keep)
             pgd.mark_dirty(conn, key, [session])
-            pgd.purge_units_of_trace(conn, key, session, rowid, version)
+            counts += pgd.purge_units_of_trace(conn, key, session, rowid, version)
+            if not keep:
+                counts += pgd.drop_snapshot(conn, key)
+            return counts
 
-        self._write(body)
+        return _receipt("trace", [tid], self._write(body), erased=not keep)
 
-    def delete_scope(self, scope: Scope) -> int:
-        """Remove every trace, history event, derived row and per-scope fact (the embedder
-        fingerprint) of one scope; returns the number of traces removed."""
+    def delete_session(self, session: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
+        """Remove every trace of one session as ``delete`` removes one (see the base)."""
+        name = _session_name(session)
+        _no_nul(name, "session")
+        keep = check_flag(keep_history, "keep_history")
         key = self._scope(scope)
 
-        def body(conn: psycopg.Connection) -> int:
-            pgd.lock_scope(conn, key, reset=True)
-            count = conn.execute("DELETE FROM traces WHERE scope_key = %s", (key,)).rowcount
-            for table in ("trace_history", "units", "dirty_sessions", "entity_vectors",
-                          "session_changes", "scope_snapshots", "scope_snapshot_parts"):
-                conn.execute(f"DELETE FROM {table} WHERE scope_key = %s", (key,))
-            conn.execute("DELETE FROM store_meta WHERE strpos(key, ':') > 0"
-                         " AND substr(key, strpos(key, ':') + 1) = %s", (key,))
-            return int(count)
+        def body(conn: psycopg.Connection) -> tuple[builtins.list[int], Counter[str]]:
+            version = pgd.lock_scope(conn, key, reset=not keep)
+            rowids = [int(r[0]) for r in conn.execute(
+                "SELECT rowid_ FROM traces WHERE scope_key = %s AND session = %s AND has_session"
+                " ORDER BY rowid_", (key, name))]
+            if not rowids:
+                raise NotFound(_no_session_message(name, scope))
+            counts = _remove_traces(conn, key, rowids, keep_history=keep)
+            counts += pgd.purge_units_of_session(conn, key, name)
+            if keep:
+                pgd.note_session_change(conn, key, name, version)
+            else:
+                counts += pgd.forget_session(conn, key, name) + pgd.drop_snapshot(conn, key)
+            return rowids, counts
 
-        return self._write(body)
+        rowids, counts = self._write(body)
+        return _receipt("session", [trace_id(r) for r in rowids], counts, erased=not keep)
+
+    def delete_scope(self, scope: Scope) -> DeleteReceipt:
+        """Remove every trace, history event, derived row and per-scope fact (the embedder
+        fingerprint) of one scope (see the base; dead tuples stay until VACUUM)."""
+        key = self._scope(scope)
+
+        def body(conn: psycopg.Connection) -> tuple[builtins.list[int], Counter[str]]:
+            pgd.lock_scope(conn, key, reset=True)
+            rowids = [int(r[0]) for r in conn.execute(
+                "SELECT rowid_ FROM traces WHERE scope_key = %s ORDER BY rowid_", (key,))]
+            counts: Counter[str] = Counter()
+            for table in ("traces", "trace_history", "trace_signals", "unit_mentions", "units",
+                          "dirty_sessions", "entity_vectors", "session_changes", "scope_snapshots",
+                          "scope_snapshot_parts"):
+                counts[table] = conn.execute(f"DELETE FROM {table} WHERE scope_key = %s", (key,)).rowcount
+            counts["store_meta"] = conn.execute(
+                "DELETE FROM store_meta WHERE strpos(key, ':') > 0"
+                " AND substr(key, strpos(key, ':') + 1) = %s", (key,)).rowcount
+            return rowids, counts
+
+        rowids, counts = self._write(body)
+        return _receipt("scope", [trace_id(r) for r in rowids], counts, erased=True)
 
     # -- bulk load (zeromem migrate; store/transfer.py) ------------------------------------
     def bulk_load(self, traces: Sequence[tuple], history: Sequence[tuple], api_keys: Sequence[tuple],
@@ -476,12 +576,11 @@ class PostgresStore(StoreBase):
             _no_nul(name, "session")
             where.append("session = %s")
             params.append(name)
-        if since is not None:
-            where.append(f"{_TIME} >= %s")
-            params.append(validate.clean_time(since, "since"))
-        if until is not None:
-            where.append(f"{_TIME} <= %s")
-            params.append(validate.clean_time(until, "until"))
+        for bound, op, field in ((since, ">=", "since"), (until, "<=", "until")):
+            cleaned = validate.clean_time(bound, field)
+            if cleaned is not None:  # compared as UTC instants, as SQLite's julianday() does
+                where.append(f"{_TIME_UTC} {op} %s::timestamp")
+                params.append(utc_key(cleaned))
         for name, value in clean_list_filters(metadata, limit, offset).items():
             clause, args = _metadata_clause(name, value)
             where.append(clause)
@@ -633,6 +732,42 @@ def _owned_row(conn: psycopg.Connection, key: str, rowid: int, tid: str, scope: 
     if row is None:
         raise NotFound(not_found_message(tid, scope))
     return tuple(row)
+
+
+def _remove_traces(conn: psycopg.Connection, key: str, rowids: Sequence[int], *,
+                   keep_history: bool) -> Counter[str]:
+    """Delete traces of one scope with a 'delete' event each, as sqlite._remove_traces does:
+    the old text and metadata when ``keep_history``, else a tombstone. Rows per table."""
+    ids = builtins.list(rowids)
+    counts: Counter[str] = Counter()
+    if not keep_history:
+        counts["trace_history"] = _purge_history(conn, key, ids)
+    kept = "text, NULL, metadata, NULL" if keep_history else "NULL, NULL, NULL, NULL"
+    conn.execute(
+        "INSERT INTO trace_history (scope_key, trace_rowid, event, at, old_text, new_text, old_metadata,"
+        f" new_metadata) SELECT scope_key, rowid_, 'delete', %s, {kept} FROM traces"
+        " WHERE scope_key = %s AND rowid_ = ANY(%s) ORDER BY rowid_", (_now(), key, ids))
+    counts["traces"] = conn.execute("DELETE FROM traces WHERE scope_key = %s AND rowid_ = ANY(%s)",
+                                    (key, ids)).rowcount
+    counts["trace_signals"] = conn.execute(
+        "DELETE FROM trace_signals WHERE scope_key = %s AND trace_rowid = ANY(%s)", (key, ids)).rowcount
+    return counts
+
+
+def _purge_history(conn: psycopg.Connection, key: str, rowids: Sequence[int]) -> int:
+    """Empty the text and metadata of every history event of these traces (tombstones stay)."""
+    return int(conn.execute(
+        "UPDATE trace_history SET old_text = NULL, new_text = NULL, old_metadata = NULL,"
+        " new_metadata = NULL WHERE scope_key = %s AND trace_rowid = ANY(%s) AND (old_text IS NOT NULL"
+        " OR new_text IS NOT NULL OR old_metadata IS NOT NULL OR new_metadata IS NOT NULL)",
+        (key, builtins.list(rowids))).rowcount)
+
+
+def _receipt(kind: str, trace_ids: Sequence[str], counts: Counter[str], *, erased: bool) -> DeleteReceipt:
+    """A PostgreSQL receipt: no secure_delete, no checkpoint; what the server keeps (RETAINED)."""
+    retained = RETAINED if erased else ("the history keeps the text and metadata (keep_history=True)",)
+    return make_receipt(kind, trace_ids, counts, history_text_purged=erased, secure_delete=False,
+                        checkpointed=False, retained=retained)
 
 
 def _insert(conn: psycopg.Connection, drafts: Sequence[CleanDraft], key: str, user: str, agent: str,

@@ -13,6 +13,7 @@ version the write ends at (what a reader at an older version must read again).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -89,24 +90,58 @@ def mark_dirty(conn: Any, scope_key: str, sessions: Sequence[str]) -> None:
         [(scope_key, session) for session in sessions])
 
 
-def purge_units_of_trace(conn: Any, scope_key: str, session: str, rowid: int, version: int) -> None:
+def purge_units_of_trace(conn: Any, scope_key: str, session: str, rowid: int, version: int) -> Counter[str]:
     """Remove every unit covering the trace (cascading to mentions), and the vectors of
-    entities nobody in the scope mentions any more (see derived.py)."""
+    entities nobody in the scope mentions any more (see derived.py); rows removed per table."""
     units = [r[0] for r in conn.execute(
         "SELECT id FROM units WHERE scope_key = %s AND session = %s AND %s::bigint = ANY(rowids)",
         (scope_key, session, rowid))]
     if not units:
-        return
+        return Counter()
     note_session_change(conn, scope_key, session, version)
+    return drop_units(conn, scope_key, units)
+
+
+def purge_units_of_session(conn: Any, scope_key: str, session: str) -> Counter[str]:
+    """Remove every unit of a session (all its traces are going); rows removed per table."""
+    units = [r[0] for r in conn.execute(
+        "SELECT id FROM units WHERE scope_key = %s AND session = %s", (scope_key, session))]
+    return drop_units(conn, scope_key, units) if units else Counter()
+
+
+def drop_units(conn: Any, scope_key: str, unit_ids: Sequence[int]) -> Counter[str]:
+    """Delete units (their vectors are a column; mentions cascade) and the vectors of entities
+    the scope no longer mentions; rows removed per table."""
+    ids = list(unit_ids)
+    counts: Counter[str] = Counter()
+    counts["unit_mentions"] = int(conn.execute(
+        "SELECT COUNT(*) FROM unit_mentions WHERE scope_key = %s AND unit_id = ANY(%s)",
+        (scope_key, ids)).fetchone()[0])
     entities = [r[0] for r in conn.execute(
         "SELECT DISTINCT entity FROM unit_mentions WHERE scope_key = %s AND unit_id = ANY(%s)",
-        (scope_key, units))]
-    conn.execute("DELETE FROM units WHERE scope_key = %s AND id = ANY(%s)", (scope_key, units))
+        (scope_key, ids))]
+    counts["units"] = conn.execute("DELETE FROM units WHERE scope_key = %s AND id = ANY(%s)",
+                                   (scope_key, ids)).rowcount
     if entities:
-        conn.execute(
+        counts["entity_vectors"] = conn.execute(
             "DELETE FROM entity_vectors e WHERE e.scope_key = %s AND e.entity = ANY(%s)"
             " AND NOT EXISTS (SELECT 1 FROM unit_mentions m WHERE m.scope_key = e.scope_key"
-            " AND m.scope_key = %s AND m.entity = e.entity)", (scope_key, entities, scope_key))
+            " AND m.scope_key = %s AND m.entity = e.entity)", (scope_key, entities, scope_key)).rowcount
+    return counts
+
+
+def drop_snapshot(conn: Any, scope_key: str) -> Counter[str]:
+    """Remove the scope's persisted index (see derived.drop_snapshot); rows per table."""
+    return Counter({table: conn.execute(f"DELETE FROM {table} WHERE scope_key = %s", (scope_key,)).rowcount
+                    for table in ("scope_snapshots", "scope_snapshot_parts")})
+
+
+def forget_session(conn: Any, scope_key: str, session: str) -> Counter[str]:
+    """Remove a deleted session's dirty mark and change-log row, after a wipe (see
+    derived.forget_session); rows per table."""
+    return Counter({table: conn.execute(f"DELETE FROM {table} WHERE scope_key = %s AND session = %s",
+                                        (scope_key, session)).rowcount
+                    for table in ("dirty_sessions", "session_changes")})
 
 
 # -- reads ------------------------------------------------------------------------------
@@ -283,3 +318,32 @@ def add_encoder_timings(conn: Any, seconds: dict[str, float], items: dict[str, i
             " ON CONFLICT (encoder) DO UPDATE SET seconds = t.seconds + excluded.seconds,"
             " items = t.items + excluded.items", (encoder, float(spent), int(items.get(encoder, 0))))
 
+
+
+def trace_signals(conn: Any, scope_key: str) -> dict[int, str | None]:
+    """Every trace of the scope → its stored lifecycle signals for its current version, or
+    None (see ``derived.trace_signals``)."""
+    rows = conn.execute(
+        "SELECT t.rowid_, s.signals FROM traces t LEFT JOIN trace_signals s"
+        " ON s.scope_key = t.scope_key AND s.trace_rowid = t.rowid_ AND s.version = t.version"
+        " WHERE t.scope_key = %s ORDER BY t.rowid_", (scope_key,)).fetchall()
+    return {int(rowid): blob for rowid, blob in rows}
+
+
+def put_signals(conn: Any, scope_key: str, rows: Sequence[tuple[int, int, str]]) -> None:
+    """Store (trace rowid, version, signals JSON) rows, and drop those of deleted traces."""
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO trace_signals (scope_key, trace_rowid, version, signals) VALUES (%s, %s, %s, %s)"
+            " ON CONFLICT (scope_key, trace_rowid) DO UPDATE SET version = EXCLUDED.version,"
+            " signals = EXCLUDED.signals", [(scope_key, rowid, version, blob) for rowid, version, blob in rows])
+    conn.execute("DELETE FROM trace_signals s WHERE s.scope_key = %s AND NOT EXISTS"
+                 " (SELECT 1 FROM traces t WHERE t.scope_key = s.scope_key AND t.rowid_ = s.trace_rowid)",
+                 (scope_key,))
+
+
+def expiring(conn: Any, scope_key: str) -> dict[int, Any]:
+    """rowid → metadata ``expires_at`` of the scope's traces that carry one."""
+    rows = conn.execute("SELECT rowid_, metadata::jsonb ->> 'expires_at' FROM traces"
+                        " WHERE scope_key = %s AND metadata LIKE '%%\"expires_at\"%%'", (scope_key,)).fetchall()
+    return {int(rowid): value for rowid, value in rows if value is not None}

@@ -146,6 +146,16 @@ MIGRATIONS: list[str] = [
         revoked_at text COLLATE "C"
     )
     """,
+    # v2: the memory lifecycle's per-trace signals (lifecycle/signals.py); derived, no text.
+    """
+    CREATE TABLE trace_signals (
+        scope_key text COLLATE "C" NOT NULL,
+        trace_rowid bigint NOT NULL,
+        version integer NOT NULL,
+        signals text COLLATE "C" NOT NULL,
+        PRIMARY KEY (scope_key, trace_rowid)
+    )
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -153,7 +163,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 # Tables that hold one scope's rows (scope_key leads their keys) and the per-database ones.
 SCOPED_TABLES = ("traces", "trace_history", "scope_versions", "dirty_sessions", "units",
                  "unit_mentions", "entity_vectors", "session_changes", "scope_snapshots",
-                 "scope_snapshot_parts")
+                 "scope_snapshot_parts", "trace_signals")
 GLOBAL_TABLES = ("store_meta", "api_keys", "encoder_timings", "zeromem_schema")
 
 

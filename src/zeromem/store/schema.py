@@ -169,6 +169,18 @@ MIGRATIONS: list[str] = [
         revoked_at TEXT
     )
     """,
+    # v7: the memory lifecycle's per-trace signals (lifecycle/signals.py): numbers and signal
+    # names by (trace, version), no text; derived, rebuildable from the traces.
+    """
+    CREATE TABLE trace_signals (
+        user_key TEXT NOT NULL,
+        agent_key TEXT NOT NULL,
+        trace_rowid INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        signals TEXT NOT NULL,
+        PRIMARY KEY (user_key, agent_key, trace_rowid)
+    )
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -2,7 +2,16 @@
 
 Every public write runs in one ``BEGIN IMMEDIATE`` transaction (WAL mode), so a batch lands
 whole or not at all, even if the process is killed mid-write, and several processes can write
-to one file: SQLite serializes them and ``busy_timeout`` plus a bounded retry absorbs waits.
+to one file: SQLite serializes them. A write waits at most ``lock_timeout_s`` for another
+connection's write lock, then fails with a StoreError that says so (never a silent wait).
+
+Erasure: ``secure_delete`` is on for every connection (freed bytes are overwritten with
+zeros), and an erasing delete checkpoints the write-ahead log with TRUNCATE afterwards, so the
+text leaves the ``-wal`` file too (``DeleteReceipt.checkpointed``).
+
+A store whose file or folder is not writable (or opened with ``read_only=True``) opens for
+reading (``mode=ro``, else ``immutable=1``); its writes raise StoreError "this store is
+read-only".
 """
 
 from __future__ import annotations
@@ -10,10 +19,12 @@ from __future__ import annotations
 import builtins
 import datetime as dt
 import json
+import os
 import sqlite3
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,15 +34,20 @@ from ..errors import InvalidInput, NotFound, StoreError
 from ..types import HistoryEvent, Scope, Trace
 from . import derived, validate
 from .base import (
+    DEFAULT_LOCK_TIMEOUT_S,
     CleanDraft,
+    DeleteReceipt,
     DerivedUnit,
     StoreBase,
     TraceDraft,
     TraceRows,
     TraceStoreBase,
+    check_flag,
+    check_lock_timeout,
     check_meta_key,
     check_meta_value,
     clean_list_filters,
+    make_receipt,
     not_found_message,
     parse_trace_id,
     scope_key,
@@ -40,53 +56,142 @@ from .base import (
 )
 from .derived import bump_version, purge_units_of_trace, read_changes
 from .keys import ApiKey, check_key_id
-from .schema import migrate
+from .schema import SCHEMA_VERSION, migrate
 
-__all__ = ["SQLiteStore", "TraceDraft", "TraceStore", "TraceStoreBase"]
+__all__ = ["SQLiteStore", "TraceDraft", "TraceStore", "TraceStoreBase", "parse_trace_id", "trace_id"]
 
-__all__ = ["SQLiteStore", "TraceDraft", "TraceStore", "parse_trace_id", "trace_id"]
-
-_LOCK_RETRIES = 20
+# Between two attempts at the write lock when SQLite returned "busy" without waiting (it does
+# not call its busy handler in every case); the deadline is lock_timeout_s all the same.
+_LOCK_POLL_S = 0.05
 # What a failed statement can raise besides sqlite3's own errors: a value the driver cannot
 # bind (an int over 64 bits, a lone surrogate). Input checks refuse these first; this is the
 # backstop that keeps such a failure a rolled-back StoreError.
 _WRITE_ERRORS = (sqlite3.Error, OverflowError, UnicodeError)
+# A list of trace row ids bound as one JSON parameter (see derived._IN_JSON).
+_IN_JSON = "IN (SELECT value FROM json_each(?))"
 
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
 
 
+def _is_lock_error(exc: sqlite3.Error) -> bool:
+    text = str(exc)
+    return "locked" in text or "busy" in text
+
+
+def read_only_reason(path: str, requested: bool) -> str | None:
+    """Why the store at ``path`` must be opened read-only, or None when it can be written.
+
+    A folder that is not writable counts too: SQLite creates the ``-wal`` and ``-shm`` files
+    beside the database, so a writable file there still cannot take a write.
+    """
+    if requested:
+        return "opened with read_only=True"
+    if path == ":memory:":
+        return None
+    file = Path(path)
+    if not file.exists():
+        return None  # a new store: creating it says whether the folder is writable
+    if not os.access(file, os.W_OK):
+        return "the file is not writable"
+    if not os.access(file.resolve().parent, os.W_OK | os.X_OK):
+        return "its folder is not writable, so SQLite cannot create the -wal and -shm files there"
+    return None
+
+
 class SQLiteStore(StoreBase):
     """Verbatim traces, their history, scope versions, and the connection for derived tables."""
 
     def __init__(self, path: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
-                 timeout_s: float = 30.0) -> None:
+                 lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S, read_only: bool = False) -> None:
         self.path = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
         self.max_text_chars = max_text_chars
+        self.lock_timeout_s = check_lock_timeout(lock_timeout_s)
+        self.read_only = read_only_reason(self.path, check_flag(read_only, "read_only"))
+        if self.read_only is not None:
+            self.conn = self._open_read_only()
+        else:
+            self.conn = self._open_writable()
+        self._lock = threading.RLock()
+        self._closed = False
+
+    def _open_writable(self) -> sqlite3.Connection:
         if self.path != ":memory:":
             parent = Path(self.path).expanduser().resolve().parent
             try:
                 parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create the folder for {self.path}: {exc}") from None
+        conn = None
         try:
-            self.conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None,
-                                        check_same_thread=False)
-            self.conn.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
+            conn = sqlite3.connect(self.path, timeout=self.lock_timeout_s, isolation_level=None,
+                                   check_same_thread=False)
+            self._configure(conn)
             if self.path != ":memory:":
-                self.conn.execute("PRAGMA journal_mode = WAL")
-            self.conn.execute("PRAGMA synchronous = NORMAL")
-            self.conn.execute("PRAGMA foreign_keys = ON")
-            migrate(self.conn)
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            migrate(conn)
         except (sqlite3.DatabaseError, StoreError) as exc:
-            if hasattr(self, "conn"):
-                self.conn.close()  # a refused file must not stay open
+            if conn is not None:
+                conn.close()  # a refused file must not stay open
             if isinstance(exc, StoreError):
                 raise
+            if _is_lock_error(exc):
+                raise StoreError(self._locked_message()) from None
             raise StoreError(f"cannot open {self.path} as a zeromem store: {exc}") from None
-        self._lock = threading.RLock()
-        self._closed = False
+        return conn
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """``mode=ro`` first: it still sees what another process writes (through the -wal).
+        Where SQLite cannot open even that — a WAL database whose -shm cannot be created in a
+        read-only folder — ``immutable=1``: the file as it is, without locks (read-only media;
+        a -wal a crashed writer left there is not read)."""
+        file = Path(self.path)
+        if not file.exists():
+            raise StoreError(f"no zeromem store at {self.path}: a read-only open cannot create one")
+        uri = file.resolve().as_uri()  # percent-encodes ?, # and spaces
+        failure = ""
+        for query in ("mode=ro", "immutable=1"):
+            conn = None
+            try:  # SQLite may refuse at connect or only at the first read
+                conn = sqlite3.connect(f"{uri}?{query}", uri=True, timeout=self.lock_timeout_s,
+                                       isolation_level=None, check_same_thread=False)
+                self._configure(conn)
+                version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            except sqlite3.DatabaseError as exc:
+                if conn is not None:
+                    conn.close()
+                failure = str(exc)
+                continue
+            if version != SCHEMA_VERSION:
+                conn.close()
+                raise StoreError(self._version_message(version))
+            return conn
+        raise StoreError(f"cannot open {self.path} for reading ({self.read_only}): {failure}")
+
+    def _version_message(self, version: int) -> str:
+        if version > SCHEMA_VERSION:
+            return (f"{self.path} has schema version {version}, newer than this zeromem understands "
+                    f"({SCHEMA_VERSION}): upgrade zeromem to open it")
+        if version == 0:
+            return f"{self.path} is not a zeromem store (or an empty file), and it is read-only ({self.read_only})"
+        return (f"{self.path} has schema version {version} and this zeromem needs {SCHEMA_VERSION}; "
+                f"it is read-only ({self.read_only}), so it cannot be upgraded: open it once with "
+                "write access")
+
+    def _configure(self, conn: sqlite3.Connection) -> None:
+        """Per-connection settings: the lock wait, foreign keys (cascades to vectors and
+        mentions) and secure_delete, which overwrites freed bytes with zeros whatever the
+        build's default (many builds leave it off)."""
+        conn.execute(f"PRAGMA busy_timeout = {int(self.lock_timeout_s * 1000)}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA secure_delete = ON")
+
+    def _locked_message(self) -> str:
+        return (f"the database {self.path} is locked by another writer for more than "
+                f"{self.lock_timeout_s:g} s; nothing was changed: raise lock_timeout_s "
+                "(Config.lock_timeout_s, or --lock-timeout) or find the other process that holds it")
 
     # -- plumbing -----------------------------------------------------------------------
     def close(self) -> None:
@@ -98,25 +203,24 @@ class SQLiteStore(StoreBase):
         if self._closed:
             raise StoreError(f"the store {self.path} is closed: open it again (a new Memory)")
 
+    def _check_writable(self) -> None:
+        if self.read_only is not None:
+            raise StoreError(f"this store is read-only: {self.path} ({self.read_only}); nothing was "
+                             "changed. Open it from a writable file and folder to change it")
+
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic write: BEGIN IMMEDIATE, retried while another writer holds the lock."""
+        """One atomic write: BEGIN IMMEDIATE, waiting at most ``lock_timeout_s`` for the lock."""
         with self._lock:
             self._check_open()
-            for attempt in range(_LOCK_RETRIES):
-                try:
-                    self.conn.execute("BEGIN IMMEDIATE")
-                    break
-                except sqlite3.OperationalError as exc:
-                    if "locked" not in str(exc) and "busy" not in str(exc):
-                        raise StoreError(f"cannot start a write on {self.path}: {exc}") from None
-                    time.sleep(min(0.05 * (attempt + 1), 1.0))
-            else:
-                raise StoreError(f"{self.path} stayed locked by another writer; try again")
+            self._check_writable()
+            self._begin()
             try:
                 yield self.conn
             except _WRITE_ERRORS as exc:
                 self._rollback()
+                if isinstance(exc, sqlite3.Error) and _is_lock_error(exc):
+                    raise StoreError(self._locked_message()) from None
                 raise StoreError(f"write failed on {self.path}, nothing was changed: {exc}") from None
             except BaseException:
                 self._rollback()
@@ -127,6 +231,35 @@ class SQLiteStore(StoreBase):
                 except sqlite3.DatabaseError as exc:
                     self._rollback()
                     raise StoreError(f"commit failed on {self.path}: {exc}") from None
+
+    def _begin(self) -> None:
+        """Take the write lock: SQLite's busy handler waits up to the timeout; where it returns
+        "busy" at once instead, poll until the same deadline."""
+        deadline = time.monotonic() + self.lock_timeout_s
+        while True:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_lock_error(exc):
+                    raise StoreError(f"cannot start a write on {self.path}: {exc}") from None
+                if time.monotonic() >= deadline:
+                    raise StoreError(self._locked_message()) from None
+                time.sleep(_LOCK_POLL_S)
+
+    def _checkpoint(self) -> bool:
+        """Copy the write-ahead log into the file and truncate it, so that the old page images
+        it holds (copies of erased text) leave the -wal file. It waits at most lock_timeout_s for
+        other connections' reads to end; False when one still needs the old pages: they go at
+        the first checkpoint after that read ends."""
+        if self.path == ":memory:":
+            return True  # no file, no log
+        with self._lock:
+            try:
+                busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            except sqlite3.DatabaseError:
+                return False
+        return int(busy) == 0
 
     def _rollback(self) -> None:
         # SQLite may already have rolled back by itself (e.g. disk full); a second ROLLBACK
@@ -162,6 +295,10 @@ class SQLiteStore(StoreBase):
     def commit_session(self, scope: Scope, session: str, expected: Sequence[tuple[int, int]],
                        units: Sequence[DerivedUnit], entity_vectors: dict[str, bytes]) -> bool:
         user, agent = scope_key(scope)
+        if self.read_only is not None:
+            raise StoreError(f"this store is read-only: {self.path} ({self.read_only}), and session "
+                             f"{validate.printable(session)!r} is not derived yet; run `zeromem index` "
+                             "once with write access, then it can be searched read-only")
         with self.transaction() as conn:
             return derived.commit_session(conn, user, agent, session, expected, units, entity_vectors)
 
@@ -176,6 +313,23 @@ class SQLiteStore(StoreBase):
     def add_encoder_timings(self, seconds: dict[str, float], items: dict[str, int]) -> None:
         with self.transaction() as conn:
             derived.add_encoder_timings(conn, seconds, items)
+
+    def trace_signals(self, scope: Scope) -> dict[int, str | None]:
+        user, agent = scope_key(scope)
+        with self._lock:
+            self._check_open()
+            return derived.trace_signals(self.conn, user, agent)
+
+    def expiring(self, scope: Scope) -> dict[int, Any]:
+        user, agent = scope_key(scope)
+        with self._lock:
+            self._check_open()
+            return derived.expiring(self.conn, user, agent)
+
+    def put_signals(self, scope: Scope, rows: Sequence[tuple[int, int, str]]) -> None:
+        user, agent = scope_key(scope)
+        with self.transaction() as conn:
+            derived.put_signals(conn, user, agent, rows)
 
     def read_changes(self, scope: Scope, since: int, known_entities: set[str]) -> dict:
         """The derived rows an in-memory index at version ``since`` lacks, read in one read
@@ -196,9 +350,14 @@ class SQLiteStore(StoreBase):
 
     def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes],
                       format: int = 1) -> None:
-        """Replace the scope's persisted index (derived, disposable) in one transaction."""
+        """Replace the scope's persisted index (derived, disposable) in one transaction; nothing
+        is written for an index older than the scope's last wipe, or on a read-only store."""
         user, agent = scope_key(scope)
+        if self.read_only is not None:
+            return  # a cache: a read-only store simply does without
         with self.transaction() as conn:
+            if derived.snapshot_predates_wipe(conn, user, agent, version):
+                return
             conn.execute("DELETE FROM scope_snapshot_parts WHERE user_key=? AND agent_key=?", (user, agent))
             conn.executemany("INSERT INTO scope_snapshot_parts VALUES (?,?,?,?)",
                              [(user, agent, name, blob) for name, blob in sorted(parts.items())])
@@ -244,6 +403,8 @@ class SQLiteStore(StoreBase):
             try:
                 return self.conn.execute(sql, params).fetchall()
             except sqlite3.DatabaseError as exc:
+                if _is_lock_error(exc):
+                    raise StoreError(self._locked_message()) from None
                 raise StoreError(f"read failed on {self.path}: {exc}") from None
 
     # -- writes -------------------------------------------------------------------------
@@ -264,12 +425,15 @@ class SQLiteStore(StoreBase):
                 bump_version(conn, user, agent)
         return out
 
-    def update(self, tid: str, scope: Scope, *, text: Any = None, metadata: Any = None) -> Trace:
-        """Replace text and/or metadata; the previous version stays in the history."""
+    def update(self, tid: str, scope: Scope, *, text: Any = None, metadata: Any = None,
+               keep_history: bool = True) -> Trace:
+        """Replace text and/or metadata. The previous version stays in the history (auditable),
+        unless ``keep_history=False``: then every earlier version is erased (see the base)."""
         if text is None and metadata is None:
             raise InvalidInput("update needs new text, new metadata, or both")
         new_text = validate.clean_text(text, max_chars=self.max_text_chars) if text is not None else None
         new_meta = validate.clean_metadata(metadata) if metadata is not None else None
+        keep = check_flag(keep_history, "keep_history")
         rowid = parse_trace_id(tid)
         user, agent = scope_key(scope)
         with self.transaction() as conn:
@@ -279,45 +443,89 @@ class SQLiteStore(StoreBase):
                         if new_meta is not None else old_meta)
             conn.execute("UPDATE traces SET text=?, metadata=?, version=version+1 WHERE rowid_=?",
                          (text_out, meta_out, rowid))
+            if not keep:
+                _purge_history(conn, user, agent, [rowid])
+                old_text = old_meta = None
             conn.execute(
                 "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at, old_text,"
                 " new_text, old_metadata, new_metadata) VALUES (?,?,?,?,?,?,?,?,?)",
                 (rowid, user, agent, "update", _now(), old_text, text_out, old_meta, meta_out))
             _mark_dirty(conn, user, agent, session)
             purge_units_of_trace(conn, user, agent, session, rowid)
-            bump_version(conn, user, agent)
+            _end_write(conn, user, agent, erase=not keep)
+        if not keep:
+            self._checkpoint()
         return self.get(tid, scope)
 
-    def delete(self, tid: str, scope: Scope) -> None:
-        """Remove a trace from the record (its history keeps a 'delete' event)."""
+    def delete(self, tid: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
+        """Remove a trace and erase its text from every table and, with secure_delete and a
+        checkpoint, from the files (see the base); ``keep_history=True`` keeps it in history."""
         rowid = parse_trace_id(tid)
+        keep = check_flag(keep_history, "keep_history")
         user, agent = scope_key(scope)
         with self.transaction() as conn:
-            row = _owned_row(conn, rowid, tid, scope)
-            conn.execute("DELETE FROM traces WHERE rowid_=?", (rowid,))
-            conn.execute(
-                "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at, old_text,"
-                " old_metadata) VALUES (?,?,?,?,?,?,?)",
-                (rowid, user, agent, "delete", _now(), row[0], row[1]))
-            _mark_dirty(conn, user, agent, row[2])
-            purge_units_of_trace(conn, user, agent, row[2], rowid)
-            bump_version(conn, user, agent)
+            session = _owned_row(conn, rowid, tid, scope)[2]
+            counts = _remove_traces(conn, user, agent, [rowid], keep_history=keep)
+            _mark_dirty(conn, user, agent, session)
+            counts += purge_units_of_trace(conn, user, agent, session, rowid)
+            counts += _end_write(conn, user, agent, erase=not keep)
+        return self._receipt("trace", [tid], counts, erased=not keep)
 
-    def delete_scope(self, scope: Scope) -> int:
+    def delete_session(self, session: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
+        """Remove every trace of one session as ``delete`` removes one (see the base)."""
+        name = _session_name(session)
+        keep = check_flag(keep_history, "keep_history")
+        user, agent = scope_key(scope)
+        with self.transaction() as conn:
+            rowids = [r[0] for r in conn.execute(
+                "SELECT rowid_ FROM traces WHERE user_key=? AND agent_key=? AND session=? AND has_session=1"
+                " ORDER BY rowid_", (user, agent, name))]
+            if not rowids:
+                raise NotFound(_no_session_message(name, scope))
+            counts = _remove_traces(conn, user, agent, rowids, keep_history=keep)
+            counts += derived.purge_units_of_session(conn, user, agent, name)
+            if keep:
+                derived.note_session_change(conn, user, agent, name)
+            else:
+                counts += derived.forget_session(conn, user, agent, name)
+            counts += _end_write(conn, user, agent, erase=not keep)
+        return self._receipt("session", [trace_id(r) for r in rowids], counts, erased=not keep)
+
+    def delete_scope(self, scope: Scope) -> DeleteReceipt:
         """Remove every trace, history event, derived row and per-scope fact (the embedder
-        fingerprint) of one scope; returns the number of traces removed."""
+        fingerprint) of one scope, then checkpoint (see the base)."""
         user, agent = scope_key(scope)
         suffix = scope_meta_suffix(scope)
         with self.transaction() as conn:
-            count = conn.execute("DELETE FROM traces WHERE user_key=? AND agent_key=?",
-                                 (user, agent)).rowcount
-            for table in ("trace_history", "units", "dirty_sessions", "entity_vectors",
-                          "session_changes", "scope_snapshots", "scope_snapshot_parts"):
-                conn.execute(f"DELETE FROM {table} WHERE user_key=? AND agent_key=?", (user, agent))
-            conn.execute("DELETE FROM store_meta WHERE instr(key, ':') > 0"
-                         " AND substr(key, instr(key, ':') + 1) = ?", (suffix,))
+            rowids = [r[0] for r in conn.execute(
+                "SELECT rowid_ FROM traces WHERE user_key=? AND agent_key=? ORDER BY rowid_", (user, agent))]
+            counts: Counter[str] = Counter()
+            for table in ("unit_vectors", "unit_mentions"):
+                counts[table] = conn.execute(
+                    f"SELECT COUNT(*) FROM {table} WHERE unit_id IN"
+                    " (SELECT id FROM units WHERE user_key=? AND agent_key=?)", (user, agent)).fetchone()[0]
+            for table in ("traces", "trace_history", "trace_signals", "units", "dirty_sessions",
+                          "entity_vectors", "session_changes", "scope_snapshots", "scope_snapshot_parts"):
+                counts[table] = conn.execute(f"DELETE FROM {table} WHERE user_key=? AND agent_key=?",
+                                             (user, agent)).rowcount
+            counts["store_meta"] = conn.execute(
+                "DELETE FROM store_meta WHERE instr(key, ':') > 0"
+                " AND substr(key, instr(key, ':') + 1) = ?", (suffix,)).rowcount
             bump_version(conn, user, agent, reset=True)
-        return count
+        return self._receipt("scope", [trace_id(r) for r in rowids], counts, erased=True)
+
+    def _receipt(self, kind: str, trace_ids: Sequence[str], counts: Counter[str], *,
+                 erased: bool) -> DeleteReceipt:
+        """The receipt of a committed delete; an erasing one checkpoints the log first."""
+        checkpointed = self._checkpoint() if erased else False
+        retained = []
+        if not erased:
+            retained.append("the history keeps the text and metadata (keep_history=True)")
+        elif not checkpointed:
+            retained.append(f"{self.path}-wal may keep copies of the old pages until the next "
+                            "checkpoint: another connection was reading the database")
+        return make_receipt(kind, trace_ids, counts, history_text_purged=erased,
+                            secure_delete=True, checkpointed=checkpointed, retained=retained)
 
     # -- per-file facts -------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -332,6 +540,11 @@ class SQLiteStore(StoreBase):
 
     def setdefault_meta(self, key: str, value: str) -> str:
         key, value = check_meta_key(key), check_meta_value(value)
+        if self.read_only is not None:
+            # Nothing can be recorded through a read-only store: the stored value, else the one
+            # offered (what a search's embedder check records on a scope that has none yet).
+            recorded = self.get_meta(key)
+            return value if recorded is None else recorded
         with self.transaction() as conn:
             conn.execute("INSERT OR IGNORE INTO store_meta (key, value) VALUES (?, ?)", (key, value))
             stored: str = conn.execute("SELECT value FROM store_meta WHERE key=?", (key,)).fetchone()[0]
@@ -372,13 +585,14 @@ class SQLiteStore(StoreBase):
         if session is not None:
             where.append("session=?")
             params.append(validate.clean_optional_str(session, "session") or "")
-        time_expr = "COALESCE(event_time, session_time, recorded_at)"
-        if since is not None:
-            where.append(f"{time_expr} >= ?")
-            params.append(validate.clean_time(since, "since"))
-        if until is not None:
-            where.append(f"{time_expr} <= ?")
-            params.append(validate.clean_time(until, "until"))
+        # Instants, not text: stored times keep their offsets, and julianday() reads an offset
+        # (a time without one counts as UTC, as dates.utc_key takes it).
+        time_expr = "julianday(COALESCE(event_time, session_time, recorded_at))"
+        for bound, op, field in ((since, ">=", "since"), (until, "<=", "until")):
+            cleaned = validate.clean_time(bound, field)
+            if cleaned is not None:
+                where.append(f"{time_expr} {op} julianday(?)")
+                params.append(cleaned)
         for key, value in clean_list_filters(metadata, limit, offset).items():
             if value is None:
                 where.append(f"json_extract(metadata, '$.{key}') IS NULL")
@@ -541,6 +755,67 @@ def _owned_row(conn: sqlite3.Connection, rowid: int, tid: str, scope: Scope) -> 
 
 def _mark_dirty(conn: sqlite3.Connection, user: str, agent: str, session: str) -> None:
     conn.execute("INSERT OR IGNORE INTO dirty_sessions VALUES (?,?,?)", (user, agent, session))
+
+
+def _session_name(session: Any) -> str:
+    """The name of a session to delete: a non-empty string (traces stored without a session
+    share no name to delete them by)."""
+    if session is None:
+        raise InvalidInput("name the session to delete (a string such as 's1'); see `zeromem list`")
+    name = validate.clean_optional_str(session, "session")
+    if not name:
+        raise InvalidInput("name the session to delete (a string such as 's1'); see `zeromem list`")
+    return name
+
+
+def _no_session_message(session: str, scope: Scope) -> str:
+    where = f"user={scope.user!r}, agent={scope.agent!r}"
+    return (f"no session {validate.printable(session)!r} in scope ({where}): check the name with "
+            "`zeromem list` and the --user/--agent you passed")
+
+
+def _remove_traces(conn: sqlite3.Connection, user: str, agent: str, rowids: Sequence[int], *,
+                   keep_history: bool) -> Counter[str]:
+    """Delete traces of one scope with a 'delete' event each: holding the old text and metadata
+    when ``keep_history``, else a tombstone, every earlier event emptied too. Rows per table."""
+    ids = json.dumps(list(rowids))
+    counts: Counter[str] = Counter()
+    if not keep_history:
+        counts["trace_history"] = _purge_history(conn, user, agent, rowids)
+    kept = "text, NULL, metadata, NULL" if keep_history else "NULL, NULL, NULL, NULL"
+    conn.execute(
+        "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at, old_text, new_text,"
+        f" old_metadata, new_metadata) SELECT rowid_, user_key, agent_key, 'delete', ?, {kept}"
+        f" FROM traces WHERE user_key=? AND agent_key=? AND rowid_ {_IN_JSON} ORDER BY rowid_",
+        (_now(), user, agent, ids))
+    counts["traces"] = conn.execute(f"DELETE FROM traces WHERE user_key=? AND agent_key=? AND rowid_ {_IN_JSON}",
+                                    (user, agent, ids)).rowcount
+    counts["trace_signals"] = conn.execute(
+        f"DELETE FROM trace_signals WHERE user_key=? AND agent_key=? AND trace_rowid {_IN_JSON}",
+        (user, agent, ids)).rowcount
+    return counts
+
+
+def _purge_history(conn: sqlite3.Connection, user: str, agent: str, rowids: Sequence[int]) -> int:
+    """Empty the text and metadata of every history event of these traces (tombstones: the
+    event, its time and the trace id stay); how many events held any."""
+    return conn.execute(
+        "UPDATE trace_history SET old_text=NULL, new_text=NULL, old_metadata=NULL, new_metadata=NULL"
+        f" WHERE user_key=? AND agent_key=? AND trace_rowid {_IN_JSON} AND (old_text IS NOT NULL"
+        " OR new_text IS NOT NULL OR old_metadata IS NOT NULL OR new_metadata IS NOT NULL)",
+        (user, agent, json.dumps(list(rowids)))).rowcount
+
+
+def _end_write(conn: sqlite3.Connection, user: str, agent: str, *, erase: bool) -> Counter[str]:
+    """Close a write that removed text: bump the scope's version; when it erases, also drop the
+    persisted index and mark a wipe, so that no index that saw the text is used or saved again
+    (every process rebuilds the scope's in-memory index from the store)."""
+    if not erase:
+        bump_version(conn, user, agent)
+        return Counter()
+    counts = derived.drop_snapshot(conn, user, agent)
+    bump_version(conn, user, agent, reset=True)
+    return counts
 
 
 def _insert(conn: sqlite3.Connection, drafts: Sequence[CleanDraft], user: str, agent: str,

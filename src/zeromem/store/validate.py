@@ -7,10 +7,9 @@ import json
 import math
 from typing import Any
 
-from dateutil import parser as date_parser
-
 from ..errors import InvalidInput
 from ..types import ROLES
+from . import dates
 
 DEFAULT_MAX_TEXT_CHARS = 100_000
 # Integers are stored as signed 64-bit values (SQLite INTEGER, PostgreSQL BIGINT); a larger one
@@ -18,6 +17,10 @@ DEFAULT_MAX_TEXT_CHARS = 100_000
 MIN_INT = -(2**63)
 MAX_INT = 2**63 - 1
 MAX_METADATA_DEPTH = 64
+# A scope part names a user or an agent, not a document; metadata is a side table, not storage
+# for payloads (put those in the text or an attachment description).
+MAX_SCOPE_CHARS = 200
+MAX_METADATA_BYTES = 64 * 1024
 
 
 def clean_text(value: Any, *, field: str = "text", max_chars: int = DEFAULT_MAX_TEXT_CHARS) -> str:
@@ -76,6 +79,22 @@ def clean_seq(value: Any) -> int | None:
     return int(value)
 
 
+def clean_budget(value: Any, field: str = "budget_tokens") -> int | None:
+    """A token budget: None (no limit) or an int of at least 1.
+
+    0 used to render an empty context without a word, which reads as "nothing was found";
+    a budget that can hold nothing is a mistake worth saying so.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{field} must be an int ≥ 1 (or None for no limit), got "
+                           f"{type(value).__name__}")
+    if value < 1:
+        raise InvalidInput(f"{field} must be ≥ 1 (or None for no limit), got {int_text(value)}")
+    return min(value, MAX_INT)
+
+
 def clean_int(value: Any, field: str) -> int:
     """An int that fits a signed 64-bit column, or InvalidInput naming ``field``."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -93,19 +112,44 @@ def int_text(value: int) -> str:
 
 
 def clean_scope_part(value: Any, name: str) -> str | None:
-    """A scope's ``user`` or ``agent``: None or a string that can be stored."""
+    """A scope's ``user`` or ``agent``: None or a name of at most MAX_SCOPE_CHARS characters,
+    without control characters or surrounding spaces.
+
+    A scope is an identity: " priya" silently trimmed to "priya" in the store but not in the
+    caller's own keys would be two names for one scope, so such a name is refused with the
+    fix rather than rewritten. Control characters would reach terminals and logs verbatim.
+    """
     if value is None:
         return None
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be a string or None, got {type(value).__name__}")
     check_unicode(value, name)
+    if len(value) > MAX_SCOPE_CHARS:
+        raise InvalidInput(f"{name} has {len(value)} characters, over the limit of "
+                           f"{MAX_SCOPE_CHARS}: use a shorter id (e.g. a hash of it)")
+    if value != value.strip():
+        raise InvalidInput(f"{name} {value!r} has spaces at its start or end: pass "
+                           f"{value.strip()!r} (or None for no {name})")
+    bad = next((char for char in value if _is_control(char)), None)
+    if bad is not None:
+        label = f"U+{ord(bad):04X}" + (" (NUL)" if bad == "\x00" else " (ESC)" if bad == "\x1b" else "")
+        raise InvalidInput(f"{name} {value!r} contains the control character {label} at "
+                           f"position {value.index(bad)}: scope names are plain text")
     return value
+
+
+def _is_control(char: str) -> bool:
+    """C0/C1 control characters and DEL: never part of a name, dangerous on a terminal."""
+    code = ord(char)
+    return code < 0x20 or 0x7F <= code <= 0x9F
 
 
 def clean_optional_str(value: Any, field: str, *, max_chars: int = 1000) -> str | None:
     if value is None:
         return None
     if isinstance(value, (int,)) and not isinstance(value, bool) and field in {"session", "source_id"}:
+        if value.bit_length() > 4 * max_chars:  # str() refuses ints over 4300 digits
+            raise InvalidInput(f"{field} {int_text(value)} is too long: at most {max_chars} characters")
         value = str(value)
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be a string or None, got {type(value).__name__}")
@@ -124,36 +168,51 @@ def clean_role(value: Any) -> str:
 
 
 def clean_time(value: Any, field: str) -> str | None:
-    """Normalize a timestamp to ISO 8601; accepts datetime, date, epoch seconds or text."""
+    """A timestamp as ISO 8601 text, keeping the caller's UTC offset when one was given.
+
+    Accepts a datetime or date, epoch seconds (int/float, stored in UTC) or text in one of the
+    forms ``store.dates`` reads exactly (ISO 8601, or a date with its year written out, with an
+    optional zone: abbreviation, offset or IANA name). Anything else — "May 32", "5", a date
+    without a year, an offset of 24 h or more — is refused, never guessed. Comparisons (since,
+    until, as_of) go through ``dates.utc_key``, so the offset kept here is only shown.
+    """
     if value is None:
         return None
     if isinstance(value, bool):
         raise InvalidInput(f"{field} must be a date/time, got a bool")
     if isinstance(value, dt.datetime):
-        return value.isoformat(timespec="seconds")
+        return _iso(value, field, repr(value))
     if isinstance(value, dt.date):
         return dt.datetime(value.year, value.month, value.day).isoformat(timespec="seconds")
     if isinstance(value, (int, float)):
         try:
             stamp = dt.datetime.fromtimestamp(value, tz=dt.UTC)
         except (OverflowError, OSError, ValueError):
-            raise InvalidInput(f"{field} {value!r} is not a usable epoch time in seconds") from None
+            shown = int_text(value) if isinstance(value, int) else repr(value)
+            raise InvalidInput(f"{field} {shown} is not a usable epoch time in seconds") from None
         return stamp.isoformat(timespec="seconds")
     if isinstance(value, str):
-        text = value.strip()
-        if not text:
+        check_unicode(value, field)
+        if not value.strip():
             return None
+        shown = repr(value[:200])
         try:
-            # dateutil fills missing fields from *today*; a fixed Jan 1 keeps "May 2023"
-            # the same timestamp whatever day it is parsed on.
-            parsed = date_parser.parse(text, default=dt.datetime(dt.date.today().year, 1, 1))
-        except (ValueError, OverflowError):
-            raise InvalidInput(
-                f"{field} {value!r} is not a date/time zeromem can read: use ISO 8601 "
-                "(2023-05-08T13:56:00) or a form like '1:56 pm on 8 May, 2023'"
-            ) from None
-        return parsed.isoformat(timespec="seconds")
+            parsed = dates.parse(value)
+        except dates.DateError as exc:
+            raise InvalidInput(f"{field} {shown} is not a date/time zeromem can read: {exc}; "
+                               f"{dates.ACCEPTED}") from None
+        return _iso(parsed, field, shown)
     raise InvalidInput(f"{field} must be a datetime or a string, got {type(value).__name__}")
+
+
+def _iso(value: dt.datetime, field: str, shown: str) -> str:
+    """``value`` as stored: ISO 8601 to the second, with its offset when it has one."""
+    try:
+        if value.tzinfo is not None:
+            value.astimezone(dt.UTC)  # its UTC instant must exist for comparisons
+        return value.isoformat(timespec="seconds")
+    except (OverflowError, ValueError) as exc:
+        raise InvalidInput(f"{field} {shown} cannot be stored: {exc}") from None
 
 
 def clean_metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
@@ -169,9 +228,14 @@ def clean_metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
         raise InvalidInput(f"{field} must be a dict, got {type(value).__name__}")
     _check_json(value, field, 0)
     try:
-        json.dumps(value, ensure_ascii=False, allow_nan=False)
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=True)
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInput(f"{field} must be JSON-serializable: {exc}") from None
+    size = len(encoded.encode("utf-8"))
+    if size > MAX_METADATA_BYTES:
+        raise InvalidInput(f"{field} is {size} bytes as JSON, over the limit of "
+                           f"{MAX_METADATA_BYTES} (64 KiB): keep metadata small and put long "
+                           "content in the trace text or an attachment")
     return value
 
 

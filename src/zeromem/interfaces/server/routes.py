@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, File, Form, Query, Request, Response, UploadFile
+from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import Discriminator, Tag
 
@@ -22,11 +22,14 @@ from ...memory import Memory
 from .auth import Caller
 from .errors import ApiError
 from .schemas import (
+    ActiveOut,
     AnswerIn,
     AnswerOut,
+    CardOut,
     ContextIn,
     ContextOut,
     DeletedOut,
+    DeleteReceiptOut,
     EntityOut,
     EvidenceOut,
     HistoryEventOut,
@@ -109,10 +112,15 @@ def patch_trace(trace_id: str, body: TracePatch, who: CallerDep, mem: MemoryDep)
     return TraceOut.from_trace(mem.update(trace_id, text=body.text, metadata=body.metadata, **_scope(who)))
 
 
-@router.delete("/traces/{trace_id}", status_code=204, tags=["traces"])
-def delete_trace(trace_id: str, who: CallerDep, mem: MemoryDep) -> Response:
-    mem.delete(trace_id, **_scope(who))
-    return Response(status_code=204)
+KeepHistory = Annotated[bool, Query(description="keep the old text and metadata in the history "
+                                                "(default: erase them; the history keeps tombstones)")]
+
+
+@router.delete("/traces/{trace_id}", response_model=DeleteReceiptOut, tags=["traces"],
+               summary="Delete a trace and erase its text; the receipt says what was removed where")
+def delete_trace(trace_id: str, who: CallerDep, mem: MemoryDep, keep_history: KeepHistory = False
+                 ) -> DeleteReceiptOut:
+    return DeleteReceiptOut.from_receipt(mem.delete(trace_id, keep_history=keep_history, **_scope(who)))
 
 
 @router.get("/traces/{trace_id}/history", response_model=HistoryOut, tags=["traces"])
@@ -136,6 +144,14 @@ def trace_graph(trace_id: str, who: CallerDep, mem: MemoryDep,
 @router.get("/sessions", response_model=SessionList, tags=["traces"])
 def list_sessions(who: CallerDep, mem: MemoryDep) -> SessionList:
     return SessionList(sessions=[SessionOut(**s) for s in mem.sessions(**_scope(who))])
+
+
+@router.delete("/sessions/{session:path}", response_model=DeleteReceiptOut, tags=["traces"],
+               summary="Delete every trace of a session and erase their text; returns the receipt")
+def delete_session(session: str, who: CallerDep, mem: MemoryDep, keep_history: KeepHistory = False
+                   ) -> DeleteReceiptOut:
+    return DeleteReceiptOut.from_receipt(mem.delete_session(session, keep_history=keep_history,
+                                                            **_scope(who)))
 
 
 @router.post("/import", response_model=ImportOut, status_code=201, tags=["traces"],
@@ -174,7 +190,7 @@ def search(body: SearchIn, who: CallerDep, mem: MemoryDep) -> SearchOut:
 def context(body: ContextIn, who: CallerDep, mem: MemoryDep) -> ContextOut:
     rendered = mem.render_context(body.query, k=body.k, budget_tokens=body.budget_tokens,
                                   session=body.session, as_of=body.as_of, filters=body.filters,
-                                  **_scope(who))
+                                  include_active=body.include_active, **_scope(who))
     return ContextOut.from_rendered(rendered, why=body.why)
 
 
@@ -197,13 +213,33 @@ def answer(body: AnswerIn, request: Request, who: CallerDep, mem: MemoryDep) -> 
         context=ContextOut.from_rendered(rendered))
 
 
-@router.get("/active", tags=["retrieval"], status_code=501,
-            summary="Active memory (arrives with the DMF lifecycle; 501 until then)")
-def active(who: CallerDep, mem: MemoryDep) -> Any:
-    if not hasattr(mem, "active"):
-        raise ApiError(501, "NotImplemented", "active memory arrives with the memory lifecycle "
-                                              "(DMF); this zeromem has none yet: use /v1/search")
-    return mem.active(**_scope(who))
+@router.get("/active", response_model=ActiveOut, tags=["lifecycle"],
+            summary="Active memory: the budgeted working set (survival score, decay), no LLM")
+def active(who: CallerDep, mem: MemoryDep,
+           budget_tokens: Annotated[int, Query(ge=1, le=1_000_000)] = 1000,
+           as_of: Annotated[str | None, Query(description="replay the memory as of this time")] = None,
+           ) -> ActiveOut:
+    return ActiveOut.from_active(mem.active(budget_tokens, as_of=as_of, **_scope(who)))
+
+
+@router.get("/cards", response_model=list[CardOut], tags=["lifecycle"],
+            summary="Cards: subject–predicate–object readings of traces, linked to their source")
+def cards(who: CallerDep, mem: MemoryDep, session: str | None = None, kind: str | None = None,
+          limit: Annotated[int, Query(ge=1, le=10_000)] = 1000) -> list[CardOut]:
+    found = mem.cards(session=session, kind=kind, limit=limit, **_scope(who))
+    return [CardOut(**{f: getattr(c, f) for f in CardOut.model_fields}) for c in found]
+
+
+@router.post("/traces/{trace_id}/restore", response_model=TraceOut, tags=["lifecycle"],
+             summary="Bring a trace back into active memory and keep it there (pinned)")
+def restore(trace_id: str, who: CallerDep, mem: MemoryDep) -> TraceOut:
+    return TraceOut.from_trace(mem.restore(trace_id, **_scope(who)))
+
+
+@router.post("/traces/{trace_id}/archive", response_model=TraceOut, tags=["lifecycle"],
+             summary="Take a trace out of active memory (it stays stored and searchable)")
+def archive(trace_id: str, who: CallerDep, mem: MemoryDep) -> TraceOut:
+    return TraceOut.from_trace(mem.archive(trace_id, **_scope(who)))
 
 
 # -- scope -----------------------------------------------------------------------------------
@@ -228,7 +264,8 @@ def reindex(who: CallerDep, mem: MemoryDep) -> dict[str, Any]:
 @router.delete("/scope", response_model=DeletedOut, tags=["scope"],
                summary="Delete everything stored in the caller's scope, and only there")
 def delete_scope(who: CallerDep, mem: MemoryDep) -> DeletedOut:
-    return DeletedOut(deleted=mem.delete_scope(**_scope(who)))
+    receipt = mem.delete_scope(**_scope(who))
+    return DeletedOut(deleted=receipt.traces, receipt=DeleteReceiptOut.from_receipt(receipt))
 
 
 def _json_object(text: str, name: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...retrieval.render import RenderedContext
+from ...store.base import DeleteReceipt
 from ...types import Evidence, HistoryEvent, Trace
 
 MAX_K = 100
@@ -189,6 +190,7 @@ class SearchOut(BaseModel):
 
 class ContextIn(SearchIn):
     budget_tokens: int | None = Field(2000, ge=1, le=1_000_000)
+    include_active: bool = False  # active memory first, then evidence, in the one budget
 
 
 class ContextOut(BaseModel):
@@ -196,12 +198,14 @@ class ContextOut(BaseModel):
     tokens: int
     evidence: list[EvidenceOut]
     degraded: list[str] = Field(default_factory=list)
+    active_trace_ids: list[str] = Field(default_factory=list)
 
     @classmethod
     def from_rendered(cls, rendered: RenderedContext, *, why: bool = True) -> ContextOut:
         return cls(text=rendered.text, tokens=rendered.tokens,
                    evidence=[EvidenceOut.from_evidence(ev, why=why) for ev in rendered.evidence],
-                   degraded=list(rendered.degraded))
+                   degraded=list(rendered.degraded),
+                   active_trace_ids=[e.trace_id for e in rendered.active])
 
 
 class AnswerIn(_Request):
@@ -227,8 +231,27 @@ class ImportOut(BaseModel):
     traces: int
 
 
+class DeleteReceiptOut(BaseModel):
+    """What a delete removed and where (``zeromem.store.base.DeleteReceipt``)."""
+
+    kind: str = Field(description="trace, session or scope")
+    traces: int
+    trace_ids: list[str]
+    rows: dict[str, int] = Field(description="rows removed per table that can hold the text or what "
+                                             "was derived from it (trace_history: events emptied of text)")
+    history_text_purged: bool = Field(description="no history event of these traces holds text any more")
+    secure_delete: bool = Field(description="freed bytes were overwritten (SQLite secure_delete)")
+    checkpointed: bool = Field(description="SQLite's write-ahead log was checkpointed and truncated")
+    retained: list[str] = Field(description="what may still hold the text; empty when nothing does")
+
+    @classmethod
+    def from_receipt(cls, receipt: DeleteReceipt) -> DeleteReceiptOut:
+        return cls(**receipt.as_dict())
+
+
 class DeletedOut(BaseModel):
     deleted: int
+    receipt: DeleteReceiptOut | None = None
 
 
 class ErrorBody(BaseModel):
@@ -257,3 +280,51 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _json_value(v) for k, v in value.items()}
     return str(value)
+
+
+# -- memory lifecycle ------------------------------------------------------------------------
+class ActiveEntryOut(BaseModel):
+    trace_id: str
+    text: str
+    tokens: int
+    omega: float
+    omega_eff: float
+    newer: int
+    reason: str
+    session: str | None
+    speaker: str | None
+    time: str | None
+    signals: dict[str, Any]
+
+
+class ActiveOut(BaseModel):
+    budget_tokens: int
+    used_tokens: int
+    tokenizer: str
+    considered: int
+    text: str
+    entries: list[ActiveEntryOut]
+    archived: dict[str, str]
+
+    @classmethod
+    def from_active(cls, active: Any) -> ActiveOut:
+        return cls(budget_tokens=active.budget_tokens, used_tokens=active.used_tokens,
+                   tokenizer=active.tokenizer, considered=active.considered, text=active.text,
+                   entries=[ActiveEntryOut(trace_id=e.trace_id, text=e.text, tokens=e.tokens, omega=e.omega,
+                                           omega_eff=e.omega_eff, newer=e.newer, reason=e.reason,
+                                           session=e.session, speaker=e.speaker, time=e.time,
+                                           signals=e.signals) for e in active.entries],
+                   archived=dict(active.archived))
+
+
+class CardOut(BaseModel):
+    kind: str
+    subject: str
+    predicate: str
+    object: str
+    trace_id: str
+    sentence: str
+    source_text: str
+    session: str | None
+    speaker: str | None
+    time: str | None

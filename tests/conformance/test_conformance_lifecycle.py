@@ -1,0 +1,40 @@
+"""The memory lifecycle behaves the same on every backend (real models, a few traces)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+TURNS = [
+    {"text": "Hi! How are you?", "session": "s1", "speaker": "Ana"},
+    {"text": "I'm allergic to peanuts, never put them in my food.", "session": "s1", "speaker": "Ana"},
+    {"text": "ok", "session": "s1", "speaker": "Bo"},
+    {"text": "I live in Boston with my two cats.", "session": "s1", "speaker": "Ana"},
+    {"text": "cool", "session": "s1", "speaker": "Bo"},
+    {"text": "Actually I moved to Denver last month.", "session": "s2", "speaker": "Ana"},
+    {"text": "The door code is 4455.", "session": "s2", "speaker": "Bo",
+     "metadata": {"expires_at": "2001-01-01T00:00:00+00:00"}},
+]
+
+
+def _state(memory, budget):
+    active = memory.active(budget)
+    return [(e.trace_id, e.reason, e.omega, e.omega_eff) for e in active.entries], active.archived
+
+
+def test_active_memory_signals_and_expiry_agree_across_backends(memory):
+    ids = memory.add_many(TURNS)
+    entries, archived = _state(memory, 40)
+    held = [tid for tid, *_ in entries]
+    assert ids[1] in held  # the constraint stays
+    assert archived[ids[3]] == f"superseded by {ids[5]}"  # Boston gave way to Denver
+    assert archived[ids[6]] == "expired"
+    assert ids[6] not in {t for ev in memory.search("door code", k=5) for t in ev.trace_ids}
+    assert memory.get(ids[6]).text == "The door code is 4455."  # expired, still stored
+    assert sum(e.tokens for e in memory.active(40).entries) <= 40
+    stored = memory.store.trace_signals(memory.scope)
+    assert set(stored) == {int(t[1:]) for t in ids} and all(stored.values())
+    memory.delete(ids[0])
+    memory.add("one more", session="s2", speaker="Bo")  # a write prunes signals of deleted traces
+    assert int(ids[0][1:]) not in memory.store.trace_signals(memory.scope)
