@@ -25,8 +25,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/zeromem demo $(EXAMPLE)
 
+# Static checks first (configured in pyproject.toml: [tool.ruff], [tool.mypy]), then the tests.
 test: $(STAMP)
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -10,6 +10,7 @@ has ``CREATE EXTENSION vector``, so each test gets its own empty database in a f
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -62,7 +63,7 @@ def _system_user() -> str | None:
         except OSError as exc:
             raise Unavailable(f"running as root, and `useradd` could not run: {exc}") from None
         if done.returncode not in (0, 9):  # 9: created meanwhile by another process
-            raise Unavailable(f"running as root, and `useradd {PG_USER}` failed: {done.stderr.strip()}")
+            raise Unavailable(f"running as root, and `useradd {PG_USER}` failed: {done.stderr.strip()}") from None
     return PG_USER
 
 
@@ -155,10 +156,8 @@ class PgServer:
             self._admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
     def stop(self) -> None:
-        try:
+        with contextlib.suppress(Unavailable, subprocess.TimeoutExpired):
             self._run("pg_ctl", "-D", str(self.folder / "data"), "-m", "immediate", "-w", "stop")
-        except (Unavailable, subprocess.TimeoutExpired):
-            pass
         deadline = time.time() + 10
         while time.time() < deadline and (self.folder / "data" / "postmaster.pid").exists():
             time.sleep(0.1)

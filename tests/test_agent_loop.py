@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from loopback_server import LoopbackJSONServer
 
+from loopback_server import LoopbackJSONServer
 from zeromem import InvalidInput, Memory
 from zeromem.agent import AgentLoop
 from zeromem.reader import OpenAICompatReader, ReaderError, build_messages, usage
@@ -74,7 +74,7 @@ def _reader(server: FakeChatServer) -> OpenAICompatReader:
 
 
 def _shown_ids(prompt: str) -> list[str]:
-    return re.findall(r"^\[(t\d+)\]", prompt, flags=re.MULTILINE)
+    return re.findall(r"^\[(t[0-9a-z]{8})\]", prompt, flags=re.MULTILINE)
 
 
 def _whole_history_tokens(loop: AgentLoop, memory: Memory, question: str, turn_id: str) -> int:
@@ -82,7 +82,7 @@ def _whole_history_tokens(loop: AgentLoop, memory: Memory, question: str, turn_i
     it line by line): every trace stored before that turn."""
     lines, header = [], None
     for trace in memory.list():
-        if int(trace.id[1:]) >= int(turn_id[1:]):
+        if memory.store.ids.parse(trace.id) >= memory.store.ids.parse(turn_id):
             continue
         when = trace.event_time or trace.session_time or ""
         head = f"--- {trace.session} ({when.replace('T', ' ')[:10]}) ---"

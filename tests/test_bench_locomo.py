@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from typer.testing import CliRunner
@@ -155,7 +156,8 @@ def test_a_memory_operation_that_calls_an_llm_fails_the_run(locomo_file):
 def test_reader_answers_are_scored_with_locomo_f1_and_counted_apart(locomo_file):
     class EchoGold:
         model = "echo"
-        answers = {q["question"]: str(q.get("answer", "No information available")) for q in QA}
+        answers: ClassVar[dict[str, str]] = {q["question"]: str(q.get("answer", "No information available"))
+                                             for q in QA}
 
         def answer(self, question, context):
             record_call(7, 1)
@@ -254,7 +256,7 @@ def test_original_locomo10_layout_is_read_with_sample_ids(tmp_path):
 
 @pytest.mark.skipif(not _BASELINES_READY, reason="the BM25 tokenizer/index are not built yet")
 def test_cli_reader_scores_answers_and_reports_its_tokens_apart(locomo_file, tmp_path):
-    from test_reader import _Server, _completion
+    from test_reader import _completion, _Server
 
     server = _Server()
     server.default = (200, _completion("Denver", prompt=30, completion=2))

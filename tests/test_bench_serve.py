@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-import pg_fixture
 import pytest
 from typer.testing import CliRunner
 
+import pg_fixture
 from zeromem import Memory
 from zeromem.bench.serve import USER, failed, run
 from zeromem.interfaces.cli import app

@@ -4,8 +4,7 @@ import numpy as np
 
 from zeromem.encoders.timexpr import parse_absolute
 from zeromem.lifecycle.supersede import state_assertions, supersession
-from zeromem.retrieval.calibrate import (
-    SUBJECT_PENALTY, TIME_PENALTY, no_answer_score, subject_compat, time_compat)
+from zeromem.retrieval.calibrate import SUBJECT_PENALTY, TIME_PENALTY, no_answer_score, subject_compat, time_compat
 
 
 def test_state_assertions_and_newest_wins():

@@ -19,6 +19,12 @@ def run(*args: str):
     return result
 
 
+def ids_of(db, user: str | None) -> list[str]:
+    """The scope's trace ids in insertion order (ids are opaque: store/ids.py)."""
+    with Memory(db, user=user) as mem:
+        return sorted((t.id for t in mem.list()), key=mem.store.ids.parse)
+
+
 @pytest.fixture
 def ingested(db_path, example_path):
     result = run("ingest", example_path, "--db", db_path, "--user", "demo")
@@ -30,7 +36,8 @@ def test_ingest_prints_traces_sessions_speakers_and_time_span(ingested, example_
     result = run("ingest", example_path, "--db", ingested, "--user", "again")
     assert result.exit_code == 0
     out = result.stdout
-    assert "stored 40 traces, ids t41..t80" in out
+    again = ids_of(ingested, "again")
+    assert f"stored 40 traces, first id {again[0]}, last id {again[-1]}" in out
     assert "sessions:  3" in out
     assert "speakers:  Marcus (20), Priya (20)" in out
     assert "time span: 2023-03-14T19:12:00 -> 2023-06-19T18:40:00" in out
@@ -42,8 +49,9 @@ def test_ingest_json_output(db_path, example_path):
     report = json.loads(result.stdout)
     assert report["traces"] == 40
     [conv] = report["conversations"]
+    ids = ids_of(db_path, None)
     assert (conv["name"], conv["first_id"], conv["last_id"], conv["sessions"]) == (
-        "locomo_moving_city", "t1", "t40", 3)
+        "locomo_moving_city", ids[0], ids[-1], 3)
 
 
 def test_ingest_user_per_conversation_gives_each_conversation_its_scope(tmp_path, example_data):
@@ -61,7 +69,7 @@ def test_ingest_user_per_conversation_gives_each_conversation_its_scope(tmp_path
 def test_list_shows_one_line_per_trace_in_order(ingested):
     result = run("list", "--db", ingested, "--user", "demo", "--limit", "3")
     lines = result.stdout.splitlines()
-    assert [line.split("\t")[0] for line in lines] == ["t1", "t2", "t3"]
+    assert [line.split("\t")[0] for line in lines] == ids_of(ingested, "demo")[:3]
     assert lines[0].endswith("Priya: Hey Marcus! Long time no talk. How's the bakery treating you?")
 
 
@@ -81,19 +89,21 @@ def test_list_of_an_empty_scope_says_so_on_stderr(ingested):
 
 
 def test_get_shows_text_verbatim_and_the_caption_apart(ingested):
-    result = run("get", "t10", "--db", ingested, "--user", "demo")
+    tid = ids_of(ingested, "demo")[9]
+    result = run("get", tid, "--db", ingested, "--user", "demo")
     text = "Exactly, it's a business expense. Oh, look what I made this morning."
     assert f"text:         {text}" in result.stdout
     assert "attachments:  a photo of a round loaf of bread" in result.stdout
     assert "source_id:    D1:10" in result.stdout
-    as_json = json.loads(run("get", "t10", "--db", ingested, "--user", "demo", "--json").stdout)
+    as_json = json.loads(run("get", tid, "--db", ingested, "--user", "demo", "--json").stdout)
     assert as_json["attachments"] == ["a photo of a round loaf of bread with a leaf pattern scored on top"]
 
 
 def test_delete_then_get_fails_and_history_keeps_the_event(ingested):
-    assert "deleted t5" in run("delete", "t5", "--db", ingested, "--user", "demo").stdout
-    assert run("get", "t5", "--db", ingested, "--user", "demo").exit_code == 2
-    history = run("history", "t5", "--db", ingested, "--user", "demo", "--json")
+    tid = ids_of(ingested, "demo")[4]
+    assert f"deleted {tid}" in run("delete", tid, "--db", ingested, "--user", "demo").stdout
+    assert run("get", tid, "--db", ingested, "--user", "demo").exit_code == 2
+    history = run("history", tid, "--db", ingested, "--user", "demo", "--json")
     assert [e["event"] for e in json.loads(history.stdout)] == ["add", "delete"]
     stats = json.loads(run("stats", "--db", ingested, "--user", "demo", "--json").stdout)
     assert stats["traces"] == 39
@@ -119,8 +129,9 @@ def test_stats_text_and_all_scopes(ingested):
 
 def test_history_text_shows_updates(ingested):
     with Memory(ingested, user="demo") as mem:
-        mem.update("t2", text="Edited.")
-    out = run("history", "t2", "--db", ingested, "--user", "demo").stdout
+        tid = ids_of(ingested, "demo")[1]
+        mem.update(tid, text="Edited.")
+    out = run("history", tid, "--db", ingested, "--user", "demo").stdout
     assert " add" in out and " update" in out and "  + Edited." in out
 
 

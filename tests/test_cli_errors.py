@@ -31,10 +31,11 @@ def _fails_cleanly(args, message: str):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["get", "t999"], "no trace 't999'"),
-    (["get", "banana"], "ids look like 't42'"),
-    (["delete", "t999"], "no trace 't999'"),
-    (["history", "t999"], "no trace 't999'"),
+    (["get", "tzzzzzzzz"], "no trace 'tzzzzzzzz'"),  # an id's shape, no such trace
+    (["get", "banana"], "ids look like 't4k2x9q7m'"),
+    (["get", "t999"], "ids look like 't4k2x9q7m'"),  # the old shape of ids
+    (["delete", "tzzzzzzzz"], "no trace 'tzzzzzzzz'"),
+    (["history", "tzzzzzzzz"], "no trace 'tzzzzzzzz'"),
     (["delete"], "either a trace ID or --scope"),
     (["delete", "t1", "--scope", "--yes"], "either a trace ID or --scope"),
     (["list", "--since", "someday"], "since"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from importlib import resources
@@ -171,7 +172,7 @@ def test_why_names_trace_ids_not_internal_nodes(db):
     for reason in reasons:
         for word in reason.split():
             assert not word.isdigit(), reason  # a bare node number
-            if word.startswith("t") and word[1:].rstrip(",").isdigit():
+            if re.fullmatch(r"t[0-9a-z]{8}", word.rstrip(",")):
                 assert word.rstrip(",") in ids, reason
 
 
@@ -180,7 +181,7 @@ def test_packaged_example_is_the_repository_example():
     assert packaged.is_file()
     assert packaged.read_bytes() == (REPO / "examples" / "locomo_moving_city.json").read_bytes()
     with packaged_example() as path:
-        assert "examples" in path.parts and REPO / "examples" != path.parent
+        assert "examples" in path.parts and path.parent != REPO / "examples"
     assert '"examples/*.json"' in (REPO / "pyproject.toml").read_text()
 
 

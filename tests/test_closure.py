@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from closure_helpers import entity_turns, session_neighbours
 
+from closure_helpers import entity_turns, session_neighbours
 from zeromem.retrieval import closure as C
 from zeromem.retrieval.closure import closure_candidates
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from closure_helpers import entity_turns, session_neighbours
 
+from closure_helpers import entity_turns, session_neighbours
 from zeromem.retrieval.closure import BRIDGE_DECAY, closure_candidates
 
 
@@ -34,7 +34,8 @@ def test_bridges_match_their_definition_on_random_graphs():
         scores = rng.random(n)
         primary = sorted(rng.choice(n, size=6, replace=False).tolist(), key=lambda i: -scores[i])
         found = closure_candidates(primary, scores, session=np.arange(n), question_like=np.zeros(n, bool),
-                                   unit_entities=unit_entities, entity_df=df, turns_of_entities=entity_turns(unit_entities),
+                                   unit_entities=unit_entities, entity_df=df,
+                                   turns_of_entities=entity_turns(unit_entities),
                                    next_turn=nxt, prev_turn=prev, neighbours=0, bridges=3)
         expected = _reference_bridges(set(primary), scores, unit_entities, df, 3)
         assert {node for node, (_, reason) in found.items() if reason.startswith("bridge")} == set(expected)

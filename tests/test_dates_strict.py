@@ -156,7 +156,7 @@ def test_a_locomo_date_with_an_impossible_offset_stores_nothing(mem, tmp_path, e
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(data))
     before = snapshot(mem)
-    with pytest.raises(InvalidInput, match="session_2_date_time.*24 hours"):
+    with pytest.raises(InvalidInput, match=r"session_2_date_time.*24 hours"):
         mem.import_file(path)
     assert snapshot(mem) == before
 

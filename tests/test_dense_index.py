@@ -9,7 +9,6 @@ from zeromem.indexes.cells import CellIndex
 from zeromem.indexes.dense import DenseIndex
 
 
-
 def _usearch() -> None:
     """Skip without usearch; load onnxruntime first, as dense.py does (usearch loaded first
     makes later ONNX Runtime sessions in the process segfault)."""

@@ -3,8 +3,14 @@
 import pytest
 
 from zeromem.encoders import extractors
-from zeromem.encoders.entities import (Mention, canonical_counts, link_aliases, mention_counts,
-                                       normalize_entity, resolve_overlaps)
+from zeromem.encoders.entities import (
+    Mention,
+    canonical_counts,
+    link_aliases,
+    mention_counts,
+    normalize_entity,
+    resolve_overlaps,
+)
 
 
 def spans(found, text):

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pg_fixture
 import pytest
 
+import pg_fixture
 from zeromem import Memory
 from zeromem.config import Config, RetrievalConfig
 from zeromem.retrieval import persist
@@ -259,8 +259,8 @@ def test_the_cli_prints_the_receipt(tmp_path):
 
     db = tmp_path / "cli.db"
     with Memory(db, config=Config(index_on_write=False)) as mem:
-        tid, _ = mem.add_many([{"text": f"{SECRET} keeps bees.", "session": "s1"},
-                               {"text": "Bees like lavender.", "session": "s1"}])
+        tid, second = mem.add_many([{"text": f"{SECRET} keeps bees.", "session": "s1"},
+                                    {"text": "Bees like lavender.", "session": "s1"}])
         mem.add("Another day.", session="s2")
     run = CliRunner().invoke
     text = run(app, ["delete", tid, "--db", str(db)])
@@ -277,7 +277,7 @@ def test_the_cli_prints_the_receipt(tmp_path):
     assert done.exit_code == 0, done.output
     out = json.loads(done.stdout)
     assert (out["deleted"], out["session"], out["receipt"]["kind"], out["receipt"]["trace_ids"]) == (
-        1, "s1", "session", ["t2"])
+        1, "s1", "session", [second])
     assert out["receipt"]["rows"]["traces"] == 1 and out["receipt"]["checkpointed"] is True
     scope = run(app, ["delete", "--scope", "--yes", "--db", str(db)])
     assert "deleted 1 trace(s) from scope" in scope.stdout and "history: removed" in scope.stdout

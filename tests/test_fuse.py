@@ -1,6 +1,7 @@
 import numpy as np
 
-from zeromem.retrieval.fuse import fuse, normalize, top_indices
+from zeromem.indexes.topk import top_indices
+from zeromem.retrieval.fuse import fuse, normalize
 
 
 def test_normalize_sparse_scores_divides_by_max():

@@ -108,7 +108,7 @@ def test_window_and_episode_tokens_are_the_tokens_of_their_text(tmp_path):
 
     with Memory(tmp_path / "m.db") as memory:
         memory.add_many([{"text": text, "session": f"s{i % 2}", "speaker": "Ana" if i % 3 else "Bo"}
-                         for i, text in enumerate(SENTENCES + ["我昨天去了北京大学。", "Café ﬁsh 2,000!"])])
+                         for i, text in enumerate([*SENTENCES, "我昨天去了北京大学。", "Café ﬁsh 2,000!"])])
         index = memory.retriever.prepared(memory.scope).index
         rows = memory.store.read("SELECT level, position, text, text_hash, trace_rowids FROM units")
     terms = index.vocabulary.terms

@@ -70,7 +70,7 @@ def test_a_bad_conversation_late_in_a_file_stores_none_of_the_earlier_ones(mem, 
 
 
 def test_missing_file_and_folder_and_unknown_format_name(mem, tmp_path):
-    with pytest.raises(InvalidInput, match="nope.json: no such file"):
+    with pytest.raises(InvalidInput, match=r"nope\.json: no such file"):
         mem.import_file(tmp_path / "nope.json")
     with pytest.raises(InvalidInput, match="not a file"):
         mem.import_file(tmp_path)

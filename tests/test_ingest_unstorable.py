@@ -126,11 +126,11 @@ def test_a_failure_inside_the_insert_of_a_later_conversation_stores_no_conversat
     path.write_text(json.dumps([_sample("a", [TURN] * 3), _sample("b", [TURN] * 2)]))
     real_insert, calls = backend._insert, []
 
-    def failing_insert(conn, drafts, user, agent, now):
+    def failing_insert(conn, drafts, user, agent, now, ids):
         calls.append(len(drafts))
         if len(calls) == 2:
             raise sqlite3.OperationalError("disk I/O error")
-        return real_insert(conn, drafts, user, agent, now)
+        return real_insert(conn, drafts, user, agent, now, ids)
 
     monkeypatch.setattr(backend, "_insert", failing_insert)
     before = snapshot(mem)

@@ -52,7 +52,8 @@ def test_acks_leave_first_and_constraints_stay(chat):
     assert active.used_tokens <= 60 and active.tokenizer.startswith("words and punctuation")
     assert [e.seq for e in active.entries] == sorted(e.seq for e in active.entries)  # conversation order
     entry = active.entries[0]
-    assert {"trace_id", "text", "tokens", "omega", "omega_eff", "signals"} <= {f.name for f in dataclasses.fields(entry)}
+    names = {f.name for f in dataclasses.fields(entry)}
+    assert {"trace_id", "text", "tokens", "omega", "omega_eff", "signals"} <= names
     assert all(0 < e.omega_eff <= e.omega < 1 for e in active.entries)
     for tid, why in active.archived.items():
         assert why == "budget" and tid not in held
@@ -90,7 +91,7 @@ def test_active_memory_never_exceeds_its_budget(items, budget):
 def test_the_state_is_a_pure_function_of_the_trace_sequence(chat, tmp_path):
     path, _ = chat
     script = ("import json,sys; from zeromem import Memory; m=Memory(sys.argv[1], user='ana'); "
-              "a=m.active(50); print(json.dumps([[e.trace_id,e.omega,e.omega_eff,e.reason] for e in a.entries]))")
+              "a=m.active(50); print(json.dumps([[e.text,e.omega,e.omega_eff,e.reason] for e in a.entries]))")
     outputs = []
     for seed in ("1", "12345"):
         env = {**os.environ, "PYTHONHASHSEED": seed, "HF_HUB_OFFLINE": "1"}
@@ -102,7 +103,7 @@ def test_the_state_is_a_pure_function_of_the_trace_sequence(chat, tmp_path):
     with Memory(tmp_path / "replay.db", user="ana") as mem:
         for i, (s, t) in enumerate(CHAT):
             mem.add(t, speaker=s, session="s1", seq=i)
-        replayed = [[e.trace_id, e.omega, e.omega_eff, e.reason] for e in mem.active(50).entries]
+        replayed = [[e.text, e.omega, e.omega_eff, e.reason] for e in mem.active(50).entries]
     assert replayed == outputs[0]
 
 
@@ -175,3 +176,17 @@ def test_chinese_traces_get_signals_and_survive(tmp_path):
     signals = {e.trace_id: e.signals for e in active.entries}
     assert "constraint" in signals[ids[0]]["dialogue"] and signals[ids[0]]["density"] > 0
     assert ids[2] in signals and ids[1] not in signals
+
+
+def test_a_deleted_trace_leaves_the_lifecycle_caches(tmp_path):
+    with Memory(tmp_path / "erase.db") as mem:
+        ids = mem.add_many([{"text": t, "speaker": s, "session": "s1"} for s, t in CHAT[:5]])
+        mem.cards()
+        assert ids[2] in mem.active(200).trace_ids
+        mem.delete(ids[2])
+        assert ids[2] not in mem.active(200).trace_ids
+        cached = [key for cache in (mem.lifecycle._base, mem.lifecycle._excerpts, mem.lifecycle._cards)
+                  for key in cache]
+        secret = "steakhouses"
+        assert not any(secret in str(getattr(mem.lifecycle._base.get(k), "trace", "")) for k in cached)
+        assert len({k for k in mem.lifecycle._base}) == 4

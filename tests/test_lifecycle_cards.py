@@ -51,8 +51,11 @@ def test_cli_active_and_cards(tmp_path):
     db = tmp_path / "cli.db"
     with Memory(db) as mem:
         mem.add_many(TURNS)
-    run = lambda *args: subprocess.run([sys.executable, "-m", "zeromem", *args, "--db", str(db)],
-                                       capture_output=True, text=True, check=False)
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "zeromem", *args, "--db", str(db)],
+                              capture_output=True, text=True, check=False)
+
     shown = run("active", "--budget", "40", "--archived")
     assert shown.returncode == 0, shown.stderr
     assert "active memory:" in shown.stdout and "Ω=" in shown.stdout and "left:" in shown.stdout

@@ -8,10 +8,10 @@ import sqlite3
 import time
 from contextlib import contextmanager
 
-import pg_fixture
 import pytest
 from typer.testing import CliRunner
 
+import pg_fixture
 from zeromem import InvalidInput, Memory, StoreError
 from zeromem.config import Config
 from zeromem.interfaces.cli import app

@@ -117,7 +117,7 @@ def test_stdio_round_trip_and_scope_isolation(tmp_path, caplog):
             assert all(e["old_text"] is None and e["new_text"] is None for e in events)
 
             # Errors zeromem raises on purpose come back as tool errors with its message.
-            assert "no trace 't999'" in await _error(client, "forget", {"trace_id": "t999"})
+            assert "no trace 'tzzzzzzzz'" in await _error(client, "forget", {"trace_id": "tzzzzzzzz"})
             assert "text" in await _error(client, "remember", {"text": "   "})
             assert "50" in await _error(client, "recall", {"query": "cat", "k": 51})
             with pytest.raises(MCPError, match=cat):

@@ -125,7 +125,8 @@ def test_importing_the_memory_layers_does_not_load_the_reader_or_a_client():
             "            importlib.import_module(info.name)\n"
             "        except ImportError:\n"
             "            pass  # an optional backend whose package is absent\n"
-            f"bad = [m for m in sys.modules if m.split('.')[0] in {['openai', 'anthropic', 'litellm', 'httpx', 'requests']!r}"
+            "bad = [m for m in sys.modules if m.split('.')[0] in "
+            f"{['openai', 'anthropic', 'litellm', 'httpx', 'requests']!r}"
             " or m.startswith('zeromem.reader')]\n"
             "print(','.join(sorted(bad)))\n")
     done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=300)

@@ -21,10 +21,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
-import pg_fixture
 import pytest
 from typer.testing import CliRunner
 
+import pg_fixture
 from zeromem import Memory
 from zeromem.config import Config
 from zeromem.interfaces.cli import app
@@ -128,7 +128,7 @@ def test_writer_processes_through_memory_lose_and_duplicate_nothing(pg_url):
             traces.sort(key=lambda t: t.seq)
             # Implicit seq numbers: 0..n-1, no gap, no repeat, and in commit (= id) order.
             assert [t.seq for t in traces] == list(range(len(traces))), key
-            ids = [int(t.id[1:]) for t in traces]
+            ids = [mem.store.ids.parse(t.id) for t in traces]
             assert ids == sorted(ids), f"seq order is not commit order in {key}"
         for order in orders:  # each writer's own traces keep its call order within a session
             for key, ids in order.items():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import socket
 
 import pytest
-from loopback_server import LoopbackJSONServer
 
+from loopback_server import LoopbackJSONServer
 from zeromem.reader import (
     OpenAICompatReader,
     ReaderError,
@@ -96,7 +96,7 @@ def test_server_errors_are_retried_then_succeed(server):
 
 def test_client_errors_fail_at_once_with_the_servers_message(server):
     server.replies.append((404, {"error": "model 'm' not found"}))
-    with pytest.raises(ReaderError, match="not found.*--model"):
+    with pytest.raises(ReaderError, match=r"not found.*--model"):
         OpenAICompatReader(server.url, "m", retries=3).answer("q", "ctx")
     assert len(server.requests) == 1
 

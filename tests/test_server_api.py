@@ -148,8 +148,8 @@ def test_bad_bodies_are_422_naming_the_field(client, alice, body, field):
 def test_library_errors_keep_their_class_and_message(client, alice):
     empty = client.post("/v1/traces", headers=alice, json={"text": "   "})
     assert empty.status_code == 400 and empty.json()["error"]["type"] == "InvalidInput"
-    missing = client.patch("/v1/traces/t999999", headers=alice, json={"text": "x"})
-    assert missing.status_code == 404 and "t999999" in missing.json()["error"]["message"]
+    missing = client.patch("/v1/traces/tzzzzzzzz", headers=alice, json={"text": "x"})
+    assert missing.status_code == 404 and "tzzzzzzzz" in missing.json()["error"]["message"]
     nothing = client.patch("/v1/traces/t1", headers=alice, json={})
     assert nothing.status_code == 400
     bad_id = client.get("/v1/traces/42", headers=alice)

@@ -71,4 +71,4 @@ def test_update_without_history_erases_every_earlier_version(mem):
 
 def test_history_of_an_unknown_id_is_not_found(mem):
     with pytest.raises(NotFound):
-        mem.history("t999")
+        mem.history("tzzzzzzzz")

@@ -71,4 +71,4 @@ def test_seq_is_assigned_in_order_within_each_session(mem):
 
 
 def test_utf8_bytes_are_accepted_and_stored_as_text(mem):
-    assert mem.get(mem.add("café 咖啡".encode("utf-8"))).text == "café 咖啡"
+    assert mem.get(mem.add("café 咖啡".encode())).text == "café 咖啡"

@@ -61,7 +61,9 @@ def test_a_version_1_file_migrates_forward_and_keeps_its_traces(db_path):
     conn.close()
     with Memory(db_path) as mem:
         assert [t.text for t in mem.list()] == ["from an old file"]
-        assert mem.add("new") == "t2"
+        new = mem.add("new")
+        rowids = {t.text: mem.store.ids.parse(t.id) for t in mem.list()}
+        assert rowids == {"from an old file": 1, "new": 2} and mem.get(new).text == "new"
     assert _user_version(db_path) == SCHEMA_VERSION
 
 

@@ -3,7 +3,8 @@ from zeromem.types import Trace
 
 
 def _trace(i, text, speaker="A", attachments=()):
-    return Trace(id=f"t{i}", text=text, user=None, agent=None, session="s1",
+    # The row number a store would hold is passed to segment_session beside the trace (here i).
+    return Trace(id=f"id{i}", text=text, user=None, agent=None, session="s1",
                  session_time="2023-05-08T13:56:00", speaker=speaker, role="user", event_time=None,
                  recorded_at="x", seq=i, source_id=None, attachments=attachments)
 
@@ -15,10 +16,10 @@ def test_split_sentences_merges_short_fragments():
 
 def test_every_level_is_present_and_covers_its_traces():
     traces = [_trace(i, f"Sentence one number {i}. Sentence two number {i}.") for i in range(1, 8)]
-    units = segment_session(traces, window_turns=4, stride=2)
+    units = segment_session(traces, [t.seq for t in traces], window_turns=4, stride=2)
     levels = {u.level for u in units}
     assert levels == {"turn", "span", "window", "episode"}
-    episode = [u for u in units if u.level == "episode"][0]
+    episode = next(u for u in units if u.level == "episode")
     assert episode.rowids == tuple(range(1, 8))
     windows = [u for u in units if u.level == "window"]
     covered = {r for w in windows for r in w.rowids}
@@ -27,17 +28,18 @@ def test_every_level_is_present_and_covers_its_traces():
 
 
 def test_turn_text_carries_speaker_and_caption():
-    units = segment_session([_trace(1, "Look!", speaker="Mel", attachments=("a dog",))])
-    turn = [u for u in units if u.level == "turn"][0]
+    units = segment_session([_trace(1, "Look!", speaker="Mel", attachments=("a dog",))], [1])
+    turn = next(u for u in units if u.level == "turn")
     assert turn.text == "Mel: Look! [image: a dog]"
 
 
 def test_segmentation_is_deterministic():
     traces = [_trace(i, f"text {i}. more text here {i}.") for i in range(1, 6)]
-    assert segment_session(traces) == segment_session(list(traces))
+    assert segment_session(traces, range(1, 6)) == segment_session(list(traces), [1, 2, 3, 4, 5])
 
 
 def test_an_image_description_is_a_span_of_its_own():
-    units = segment_session([_trace(1, "Here's our latest work.", speaker="Mel", attachments=("a sunset painting",))])
+    units = segment_session([_trace(1, "Here's our latest work.", speaker="Mel",
+                                    attachments=("a sunset painting",))], [1])
     spans = [u.text for u in units if u.level == "span"]
     assert spans == ["Mel: Here's our latest work.", "Mel: [image: a sunset painting]"]

@@ -17,10 +17,25 @@ from .retrieval.answer_calibration import Answer
 from .types import Evidence, HistoryEvent, Provenance, Scope, Trace
 
 __all__ = [
-    "Memory", "Trace", "Evidence", "Provenance", "HistoryEvent", "Scope", "Answer",
-    "ActiveMemory", "ActiveEntry", "Card", "SurvivalLaw",
-    "Config", "EncoderConfig", "RetrievalConfig",
-    "ZeromemError", "InvalidInput", "NotFound", "StoreError", "ModelUnavailable",
-    "EmbedderMismatch",
+                     "ActiveEntry",
+                     "ActiveMemory",
+                     "Answer",
+                     "Card",
+                     "Config",
+                     "EmbedderMismatch",
+                     "EncoderConfig",
+                     "Evidence",
+                     "HistoryEvent",
+                     "InvalidInput",
+                     "Memory",
+                     "ModelUnavailable",
+                     "NotFound",
+                     "Provenance",
+                     "RetrievalConfig",
+                     "Scope",
+                     "StoreError",
+                     "SurvivalLaw",
+                     "Trace",
+                     "ZeromemError",
 ]
 __version__ = "0.1.0"

@@ -12,19 +12,19 @@ from typing import Any, Self
 
 from .config import Config, default_db_path
 from .encoders.bundle import EncoderFailure, Encoders
+from .encoders.tokenize import count_budget_tokens
 from .errors import InvalidInput
 from .indexes.indexer import Indexer, RefreshReport
-from .encoders.tokenize import count_budget_tokens
+from .ingest import ImportResult, check_conversations, load_file, skip_stored
 from .lifecycle.active import ACTIVE_HEADING, EVIDENCE_HEADING, ActiveMemory
 from .lifecycle.cards import Card
 from .lifecycle.service import ARCHIVED, PINNED, Lifecycle, check_lifecycle_metadata
-from .ingest import ImportResult, check_conversations, load_file, skip_stored
 from .retrieval.answer_calibration import Answer, calibrate_answer
 from .retrieval.engine import SearchResult
 from .retrieval.render import RenderedContext
-from .retrieval.service import Retriever
+from .retrieval.retriever import Retriever
 from .store import TraceDraft, open_store, validate
-from .store.base import DeleteReceipt, parse_trace_id
+from .store.base import DeleteReceipt, scope_key
 from .types import Evidence, HistoryEvent, Scope, Trace
 
 _UNSET: Any = object()
@@ -43,6 +43,8 @@ class Memory:
 
     def __init__(self, path: str | Path | None = None, *, user: str | None = None,
                  agent: str | None = None, config: Config | None = None) -> None:
+        if config is not None and not isinstance(config, Config):
+            raise InvalidInput(f"config must be a zeromem Config, got {type(config).__name__}")
         self.config = config or Config()
         self.store = open_store(path if path is not None else default_db_path(),
                                 max_text_chars=self.config.max_text_chars,
@@ -84,7 +86,7 @@ class Memory:
             seq: int | None = None, source_id: str | None = None,
             metadata: Mapping[str, Any] | None = None, attachments: Iterable[str] | None = None,
             user: str | None = _UNSET, agent: str | None = _UNSET) -> str:
-        """Store one trace verbatim and return its short id (e.g. ``'t42'``)."""
+        """Store one trace verbatim and return its short id (e.g. ``'t4k2x9q7m'``)."""
         check_lifecycle_metadata(metadata)
         draft = TraceDraft(text=text, session=session, speaker=speaker, role=role,
                            session_time=session_time, event_time=event_time, seq=seq,
@@ -97,7 +99,7 @@ class Memory:
     def add_many(self, traces: Iterable[Mapping[str, Any] | TraceDraft], *,
                  user: str | None = _UNSET, agent: str | None = _UNSET) -> list[str]:
         """Store a batch (e.g. a whole conversation) in one transaction: all or nothing."""
-        if isinstance(traces, (str, bytes, Mapping)):
+        if isinstance(traces, (str, bytes, Mapping)) or not isinstance(traces, Iterable):
             raise InvalidInput("add_many takes a list of traces (dicts with at least 'text')")
         drafts = [_to_draft(item, index) for index, item in enumerate(traces)]
         for draft in drafts:
@@ -147,6 +149,7 @@ class Memory:
         and metadata leave the history (the events stay, with their times) and the store's
         files, as ``delete`` erases a trace.
         """
+        check_lifecycle_metadata(metadata)  # as add does: importance, pinned, archived, expires_at
         scope = self._scope(user, agent)
         trace = self.store.update(trace_id, scope, text=text, metadata=metadata, keep_history=keep_history)
         self._derive(scope)
@@ -191,7 +194,7 @@ class Memory:
              offset: int = 0, user: str | None = _UNSET, agent: str | None = _UNSET) -> list[Trace]:
         """Traces of one scope in conversation order, filtered by session, time and metadata."""
         return self.store.list(self._scope(user, agent), session=session, since=since,
-                               until=until, metadata=dict(metadata) if metadata else None,
+                               until=until, metadata=_as_dict(metadata),
                                limit=limit, offset=offset)
 
     def history(self, trace_id: str, *, user: str | None = _UNSET,
@@ -230,6 +233,7 @@ class Memory:
         """Bring this scope's units, vectors and entity graph up to date with its traces."""
         scope = self._scope(user, agent)
         report = self.indexer.refresh(scope, progress=progress)
+        self.lifecycle.refresh(scope)
         self._persist(scope)
         return report
 
@@ -238,6 +242,7 @@ class Memory:
         """Throw away every derived unit of this scope and rebuild them from the traces."""
         scope = self._scope(user, agent)
         report = self.indexer.rebuild(scope, progress=progress)
+        self.lifecycle.refresh(scope)
         self._persist(scope)
         return report
 
@@ -286,7 +291,7 @@ class Memory:
         skipped (docs/decisions.md, "Degraded search").
         """
         return self.retriever.search(self._scope(user, agent), query, k=k, session=session,
-                                     as_of=as_of, filters=dict(filters) if filters else None)
+                                     as_of=as_of, filters=_as_dict(filters))
 
     def render_context(self, query: str, *, k: int = 10, budget_tokens: int | None = 2000,
                        session: str | None = None, as_of: Any = None,
@@ -301,13 +306,14 @@ class Memory:
         budget (``budget_tokens=None`` gives active memory 1000 tokens and evidence no limit).
         """
         validate.clean_budget(budget_tokens)  # before the search: a bad budget costs nothing
+        if include_active and (isinstance(active_share, bool) or not isinstance(active_share, (int, float))
+                               or not 0.0 <= active_share <= 1.0):
+            raise InvalidInput(f"active_share must be a number between 0 and 1, got {active_share!r}")
         result = self.search_detailed(query, k=k, session=session, as_of=as_of, filters=filters,
                                       user=user, agent=agent)
         if not include_active:
             rendered = self.render(result.evidence, budget_tokens=budget_tokens, user=user, agent=agent)
             return dataclasses.replace(rendered, degraded=tuple(result.degraded))
-        if not 0.0 <= active_share <= 1.0:
-            raise InvalidInput(f"active_share must be between 0 and 1, got {active_share!r}")
         cap = 1000 if budget_tokens is None else int(budget_tokens * active_share)
         active = self.active(max(cap, 1), as_of=as_of, user=user, agent=agent) if cap >= 1 else None
         entries = active.entries if active is not None else ()
@@ -325,7 +331,15 @@ class Memory:
                user: str | None = _UNSET, agent: str | None = _UNSET) -> RenderedContext:
         """The prompt block for evidence already retrieved (e.g. by ``search_detailed``)."""
         budget = validate.clean_budget(budget_tokens)
-        return self.retriever.render(self._scope(user, agent), list(evidence), budget)
+        listed = isinstance(evidence, Iterable) and not isinstance(evidence, (str, bytes, Mapping))
+        items: builtins.list[Any] = list(evidence) if listed else [evidence]
+        odd = [type(item).__name__ for item in items if not isinstance(item, Evidence)]
+        if odd or not listed:
+            raise InvalidInput(f"render takes a list of Evidence (what search returns), got "
+                               f"{type(evidence).__name__ if not listed else 'a ' + odd[0] + ' in it'}")
+        scope = self._scope(user, agent)
+        scope_key(scope)  # a bad user / agent is an InvalidInput before it reaches the scope's lock
+        return self.retriever.render(scope, items, budget)
 
     def answer(self, query: str, reader: Any, *, k: int = 10, budget_tokens: int | None = 2000,
                calibrate: bool = True, user: str | None = _UNSET, agent: str | None = _UNSET) -> Answer:
@@ -355,11 +369,12 @@ class Memory:
         """A trace's place in the entity–context graph: the entities its turn mentions (with
         how many turns of the scope mention each) and up to ``limit`` other traces that share
         an entity with it, most shared first. Derives the trace's session first if needed."""
+        limit = validate.clean_int(limit, "limit")  # before any work (a slice bound below)
         scope = self._scope(user, agent)
         trace = self.store.get(trace_id, scope)
         if self.store.dirty_sessions(scope):
             self._derive(scope, force=True)
-        entities, neighbours = self.store.trace_entities(scope, parse_trace_id(trace_id), limit)
+        entities, neighbours = self.store.trace_entities(scope, self.store.ids.parse(trace_id), limit)
         others = self.store.get_rowids([rowid for rowid, _ in neighbours])
         return {
             "trace": trace,
@@ -418,6 +433,14 @@ class Memory:
         current = self.get(trace_id, user=user, agent=agent)
         metadata = {k: v for k, v in (current.metadata or {}).items() if k != drop}
         return self.update(trace_id, metadata={**metadata, **flags}, user=user, agent=agent)
+
+
+def _as_dict(value: Any) -> Any:
+    """A metadata filter as a plain dict (None when empty); anything but a mapping goes on
+    as it is, for the store's check to refuse with the fix."""
+    if isinstance(value, Mapping):
+        return dict(value) or None
+    return value
 
 
 def _to_draft(item: Any, index: int) -> TraceDraft:

@@ -34,7 +34,7 @@ def test_active_memory_signals_and_expiry_agree_across_backends(memory):
     assert memory.get(ids[6]).text == "The door code is 4455."  # expired, still stored
     assert sum(e.tokens for e in memory.active(40).entries) <= 40
     stored = memory.store.trace_signals(memory.scope)
-    assert set(stored) == {int(t[1:]) for t in ids} and all(stored.values())
+    assert set(stored) == {memory.store.ids.parse(t) for t in ids} and all(stored.values())
     memory.delete(ids[0])
     memory.add("one more", session="s2", speaker="Bo")  # a write prunes signals of deleted traces
-    assert int(ids[0][1:]) not in memory.store.trace_signals(memory.scope)
+    assert memory.store.ids.parse(ids[0]) not in memory.store.trace_signals(memory.scope)

@@ -64,7 +64,9 @@ def test_the_same_history_gives_the_same_evidence_twice(tmp_path, store_url):
             mem.delete(ids[2])
             mem.add("Lena's cat Biscuit likes to sleep on the kitchen shelf.", session="s4")
             queries = ("Who owns the cat Biscuit?", "What colour is the kitchen?", "Ben's bike")
-            return [[(e.trace_ids, e.text, e.score, e.level) for e in mem.search(q, k=4)]
+            # Ids are keyed per store (store/ids.py): compare the row numbers behind them.
+            rowids = mem.store.ids.parse
+            return [[(tuple(map(rowids, e.trace_ids)), e.text, e.score, e.level) for e in mem.search(q, k=4)]
                     for q in queries]
 
     first = run(store_url)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from sample_traces import TWO_SESSIONS
 
+from sample_traces import TWO_SESSIONS
 from zeromem import InvalidInput, Memory, NotFound, StoreError
 from zeromem.store import TraceDraft, TraceStoreBase, open_store
 from zeromem.types import Scope
@@ -217,8 +217,9 @@ def test_stats_count_this_scope_or_all(memory):
     (lambda m: m.add("ok", user="\udfff"), InvalidInput, "surrogate"),
     (lambda m: m.update("t1"), InvalidInput, "needs"),
     (lambda m: m.get(7), InvalidInput, "string"),
-    (lambda m: m.get("t999999"), NotFound, "no trace 't999999' in scope (user='conformance'"),
-    (lambda m: m.get("banana"), NotFound, "ids look like 't42'"),
+    (lambda m: m.get("tzzzzzzzz"), NotFound, "no trace 'tzzzzzzzz' in scope (user='conformance'"),
+    (lambda m: m.get("banana"), NotFound, "ids look like 't4k2x9q7m'"),
+    (lambda m: m.get("t999999"), NotFound, "ids look like 't4k2x9q7m'"),
     (lambda m: m.list(limit=-1), InvalidInput, "limit"),
     (lambda m: m.list(metadata={"bad key": 1}), InvalidInput, "key"),
 ])
@@ -302,8 +303,8 @@ def test_scope_versions_grow_with_writes_and_scopes_are_listed(store):
 
 def test_get_rowids_returns_traces_by_row_number_and_skips_missing(store):
     ids = store.add_many([TraceDraft("x"), TraceDraft("y")], Scope("ana"))
-    rows = [int(i[1:]) for i in ids]
-    got = store.get_rowids(rows + [10**12])
+    rows = [store.ids.parse(i) for i in ids]
+    got = store.get_rowids([*rows, 10**12])
     assert sorted(got) == rows and [got[r].text for r in rows] == ["x", "y"]
 
 

@@ -4,9 +4,9 @@ event and key; the counts are verified; a non-empty destination is refused."""
 from __future__ import annotations
 
 import pytest
-from pg_statements import Recorder
 from typer.testing import CliRunner
 
+from pg_statements import Recorder
 from zeromem import InvalidInput, Memory
 from zeromem.store import TraceDraft, open_store
 from zeromem.store.transfer import copy_store
@@ -56,7 +56,9 @@ def test_migrate_copies_traces_ids_history_and_keys(tmp_path, pg_url):
             assert dest.history(tid, Scope("ana")) == src.history(tid, Scope("ana"))
         assert dest.dirty_sessions(Scope("ana")) == ["s1", "s2"]
         new = dest.add_many([TraceDraft("new")], Scope("ana"))[0]
-        assert int(new[1:]) > max(int(i[1:]) for i in ids)  # ids are never reused
+        # ids are never reused; the source's id key came along, so every id is the same
+        assert dest.ids.parse(new) > max(src.ids.parse(i) for i in ids)
+        assert [dest.ids.format(src.ids.parse(i)) for i in ids] == ids
         with pytest.raises(InvalidInput, match="empty database"):
             copy_store(src, dest)
 

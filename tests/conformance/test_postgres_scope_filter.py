@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pg_statements import Recorder, violation
 
+from pg_statements import Recorder, violation
 from zeromem.store import DerivedUnit, TraceDraft, open_store
 from zeromem.store.postgres import ALL_SCOPES
 from zeromem.store.postgres_schema import GLOBAL_TABLES, SCOPED_TABLES
@@ -62,7 +62,7 @@ def test_every_store_method_pins_its_scope(postgres_server):
         ids = store.add_batches([([TraceDraft("Ana met Ben.", session="s1"),
                                    TraceDraft("Ben likes tea.", session="s1")], ana),
                                  ([TraceDraft("other")], ben)])[0]
-        rowids = [int(i[1:]) for i in ids]
+        rowids = [store.ids.parse(i) for i in ids]
         store.update(ids[0], ana, text="Ana met Ben in Lisbon.", metadata={"k": 1})
         units = [DerivedUnit("turn", i, "x", f"h{i}", (r,), i, i, None, None, vector,
                              (("ben", "PERSON", "Ben", 1),)) for i, r in enumerate(rowids)]

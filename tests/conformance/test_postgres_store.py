@@ -56,6 +56,22 @@ def test_a_newer_schema_is_refused(pg_url):
         open_store(pg_url)
 
 
+def test_a_store_from_before_opaque_ids_gets_a_key_once_and_keeps_its_ids(pg_url):
+    """Schema v2 → v3: the trace id key is made on the first open; ids stay stable after."""
+    with open_store(pg_url) as store:
+        store.add_many([TraceDraft("from an older zeromem")], ANA)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM store_meta WHERE key = 'trace_id_key'")
+        conn.execute("UPDATE zeromem_schema SET version = 2")
+    with open_store(pg_url) as store:
+        [trace] = store.list(ANA)
+        assert store.ids.parse(trace.id) == 1 and len(trace.id) == 9
+        key = store.get_meta("trace_id_key")
+    with open_store(pg_url) as store:
+        assert [t.id for t in store.list(ANA)] == [trace.id] and store.get_meta("trace_id_key") == key
+        assert len(bytes.fromhex(key)) == 32
+
+
 def test_processes_opening_a_fresh_database_at_once_migrate_it_once(pg_url):
     barrier, errors, stores = threading.Barrier(4), [], []
 
@@ -95,7 +111,7 @@ def test_vectors_round_trip_bit_for_bit_through_pgvector(pg_url):
     vectors = [rng.standard_normal(384).astype("<f4") * scale for scale in (1e-30, 1.0, 1e30)]
     with open_store(pg_url) as store:
         ids = store.add_many([TraceDraft(f"t{i}", session="s") for i in range(3)], ANA)
-        rowids = [int(i[1:]) for i in ids]
+        rowids = [store.ids.parse(i) for i in ids]
         units = [DerivedUnit("turn", i, f"t{i}", f"h{i}", (r,), i, i, None, None, v.tobytes(),
                              (("e", "X", "e", 1),) if i == 0 else ())
                  for i, (r, v) in enumerate(zip(rowids, vectors))]
@@ -156,7 +172,8 @@ def test_concurrent_writers_on_one_scope_lose_and_duplicate_nothing(pg_url):
         assert sorted(t.text for t in traces) == sorted(f"w{n}-{i}" for n in range(threads)
                                                         for i in range(per_thread))
         assert [t.seq for t in traces] == list(range(per_thread * threads))
-        assert [int(t.id[1:]) for t in traces] == sorted(int(t.id[1:]) for t in traces)
+        rowids = [store.ids.parse(t.id) for t in traces]
+        assert rowids == sorted(rowids)
         assert store.scope_version(ANA) == per_thread * threads
 
 

@@ -10,5 +10,14 @@ from .hotpotqa import load_hotpotqa
 from .locomo import load_locomo
 from .runner import Corpus, Query, QueryResult, Unit, execute, make_systems, run_benchmark
 
-__all__ = ["load_locomo", "load_hotpotqa", "execute", "make_systems", "run_benchmark",
-           "Corpus", "Query", "QueryResult", "Unit"]
+__all__ = [
+           "Corpus",
+           "Query",
+           "QueryResult",
+           "Unit",
+           "execute",
+           "load_hotpotqa",
+           "load_locomo",
+           "make_systems",
+           "run_benchmark",
+]

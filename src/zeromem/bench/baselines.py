@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..config import EncoderConfig
-from .runner import QueryResult, Unit, elapsed_ms
+from .records import QueryResult, Unit, elapsed_ms
 
 RRF_K = 60
 RRF_DEPTH = 100
@@ -132,6 +133,9 @@ class _Baseline:
     @property
     def model_load_ms(self) -> float:
         return self.shared.model_load_ms if "dense" in self._needs else 0.0
+
+    def query(self, corpus: str, question: str, k: int) -> QueryResult:
+        raise NotImplementedError  # each baseline ranks its own way
 
     def release(self, corpus: str) -> None:
         self.shared.release(corpus)

@@ -167,6 +167,30 @@ def hotpotqa_command(
          plot_out=plot_out, progress=progress, extra={"data": [str(data)]})
 
 
+@bench_app.command("longmemeval")
+def longmemeval_command(
+    data: Annotated[Path, typer.Option("--data", metavar="FILE",
+                                       help="LongMemEval JSON (.json or .json.gz), official schema")],
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="the first N questions only")] = None,
+    k: K = 10, systems: Systems = DEFAULT_SYSTEMS, json_out: JsonOut = None,
+    plot_out: PlotOut = None, no_graph: NoGraph = False, no_hierarchy: NoHierarchy = False,
+    no_closure: NoClosure = False, no_calibration: NoCalibration = False,
+    top_k_primary: TopK = None, ablations: Ablations = False, progress: Progress = True,
+) -> None:
+    """Turn- and session-level recall on LongMemEval, one memory per question's haystack."""
+    from . import longmemeval
+
+    config = _config(no_graph, no_hierarchy, no_closure, no_calibration, top_k_primary)
+
+    def build() -> tuple[list[Any], dict[str, Any]]:
+        loaded = longmemeval.load_longmemeval(data, limit)
+        return loaded.corpora, loaded.report()
+
+    _run("longmemeval", build, longmemeval.system_report, k=k, systems=systems, ablations=ablations,
+         config=config, reader=None, json_out=json_out, plot_out=plot_out, progress=progress,
+         extra={"data": [str(data)], "limit": limit})
+
+
 @bench_app.command("scale")
 def scale_command(
     data: Annotated[Path, typer.Option("--data", metavar="FILE", help="one LoCoMo conversation")],
@@ -324,7 +348,8 @@ def serve_command(
     kill_at: Annotated[float | None, typer.Option(
         "--kill-at", help="SIGKILL the servers this many seconds in, then restart them")] = None,
     threads: Annotated[int, typer.Option("--threads", min=1, help="request threads per server process")] = 4,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="processes per server (zeromem serve --workers)")] = 1,
+    workers: Annotated[int, typer.Option(
+        "--workers", min=1, help="processes per server (zeromem serve --workers)")] = 1,
     rate: Annotated[float | None, typer.Option(
         "--rate", min=1.0, help="offered load in requests/s across all clients (Poisson arrivals); "
         "default: closed loop, each client sends as soon as its last answer came")] = None,
@@ -343,6 +368,35 @@ def serve_command(
                        write_share=write_share, kill_at=kill_at, threads=threads, k=k,
                        json_out=json_out, workers=workers, rate=rate, progress=progress)
     except (ZeromemError, FileNotFoundError, ValueError, RuntimeError) as exc:
+        _fail(str(exc))
+    if json_out is not None:
+        typer.echo(f"wrote {json_out}")
+    if failed(document):
+        raise typer.Exit(1)
+
+
+@bench_app.command("fuzz")
+def fuzz_command(
+    cases: Annotated[int, typer.Option("--cases", min=1, help="generated cases per surface")] = 10_000,
+    surfaces: Annotated[str, typer.Option(
+        "--surfaces", help="comma-separated: api, importers, cli, rest")] = "api,importers,cli,rest",
+    seed: Annotated[int, typer.Option("--seed", help="Hypothesis seed: the same seed, the same cases")] = 0,
+    keep_going: Annotated[bool, typer.Option(
+        "--keep-going", help="record every failure and run every case (no shrinking) instead of "
+        "stopping a surface at its first failure and shrinking it to a minimal example")] = False,
+    json_out: JsonOut = None,
+) -> None:
+    """Generated inputs on every surface (API, importers, CLI, REST): each must succeed or fail
+    with zeromem's own error, and a rejected input must leave the store unchanged. Exit 1 on
+    any failure, printing the minimal failing example."""
+    try:
+        from .fuzz import failed, parse_surfaces, run
+    except ImportError as exc:  # hypothesis is a bench/test extra
+        _fail(f"bench fuzz needs {exc.name or 'hypothesis'}: pip install 'zeromem[bench]'")
+    try:
+        document = run(parse_surfaces(surfaces), cases, seed=seed, keep_going=keep_going,
+                       json_out=json_out)
+    except (ZeromemError, FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
     if json_out is not None:
         typer.echo(f"wrote {json_out}")

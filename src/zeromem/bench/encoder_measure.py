@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -108,8 +109,11 @@ def fts5_rankings(turns: Sequence[str], queries: Sequence[str], *, pretokenized:
     tokenizer = "unicode61" if pretokenized else "porter unicode61"
     db.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize='{tokenizer}')")
     rows = [(i + 1, " ".join(tokenize(x)) if pretokenized else x) for i, x in enumerate(turns)]
-    _, build = timed(lambda: (db.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)", rows),
-                              db.commit()))
+    def fill() -> None:
+        db.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)", rows)
+        db.commit()
+
+    _, build = timed(fill)
 
     def terms(query: str) -> list[str]:
         if pretokenized:

@@ -16,8 +16,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import tempfile
+from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -110,11 +112,10 @@ def _entities(turns: list[str], config: EncoderConfig) -> dict:
 
     out: dict[str, Any] = {}
     for name, noun_phrases in (("ner_extractors_noun_phrases", True), ("ner_extractors", False)):
-        extractor, load = m.timed(lambda: EntityExtractor(config.spacy_pipeline,
-                                                          batch_size=config.batch_size,
-                                                          noun_phrases=noun_phrases))
+        extractor, load = m.timed(partial(EntityExtractor, config.spacy_pipeline,
+                                          batch_size=config.batch_size, noun_phrases=noun_phrases))
         extractor.extract(turns[:8])
-        mentions, seconds = m.timed(lambda: extractor.extract(turns))
+        mentions, seconds = m.timed(partial(extractor.extract, turns))
         total = sum(len(x) for x in mentions)
         out[name] = {**_rate(len(turns), seconds), "load_s": round(load, 2),
                      "components": list(extractor.components),
@@ -164,19 +165,22 @@ def _question_vectors(backend: str, config: EncoderConfig, questions: list[str])
 
 
 def _lexical(convs: list[m.Conversation]) -> dict:
-    from ..encoders.tokenize import tokenize, tokenize_many
-    from ..indexes.lexical import LexicalIndex
+    from ..encoders.tokenize import tokenize
 
-    ranked, gold, score_lat, search_lat, build = [], [], [], [], 0.0
+    ranked: list[list[int]] = []
+    gold: list[Any] = []
+    score_lat: list[dict[str, float]] = []
+    search_lat: list[dict[str, float]] = []
+    build = 0.0
     fts: dict[str, list] = {"fts5_our_tokens": [], "fts5_porter": []}
     fts_lat: dict[str, list] = {k: [] for k in fts}
     for conv in convs:
-        index, seconds = m.timed(lambda: LexicalIndex(tokenize_many(conv.turns)))
+        index, seconds = m.timed(partial(_lexical_index, conv.turns))  # tokenizing counts, as before
         build += seconds
         qtokens = [tokenize(q) for q in conv.questions]
         ranked.extend(index.search(q, m.RECALL_K)[0].tolist() for q in qtokens)
         score_lat.append(m.latency_ms(index.scores, qtokens))
-        search_lat.append(m.latency_ms(lambda q: index.search(q, m.RECALL_K), qtokens))
+        search_lat.append(m.latency_ms(partial(index.search, k=m.RECALL_K), qtokens))
         gold.extend(conv.gold)
         for name, pre in (("fts5_our_tokens", True), ("fts5_porter", False)):
             rankings, lat, _ = m.fts5_rankings(conv.turns, conv.questions, pretokenized=pre)
@@ -200,27 +204,26 @@ def _scaling(tokens: list[list[str]], base: np.ndarray, questions: list[str], qv
              sizes: Sequence[int]) -> dict:
     from ..encoders.tokenize import tokenize
     from ..indexes.dense import DenseIndex
-    from ..indexes.lexical import LexicalIndex
 
     qtokens = [tokenize(q) for q in questions]
     out: dict[str, Any] = {}
     for n in sizes:
         row: dict[str, Any] = {}
-        lex, build = m.timed(lambda: LexicalIndex(m.synth_tokens(tokens, n)))
+        lex, build = m.timed(partial(_synth_lexical_index, tokens, n))  # synthesizing counts, as before
         row["lexical"] = {"build_s": round(build, 3), "scores": m.latency_ms(lex.scores, qtokens),
-                          "search": m.latency_ms(lambda q: lex.search(q, 10), qtokens),
+                          "search": m.latency_ms(partial(lex.search, k=10), qtokens),
                           "bytes_per_1k": int(1000 * m.lexical_bytes(lex) / n)}
         vectors = m.synth_vectors(base, n)
         exact = DenseIndex(vectors, ann_threshold=n + 1)
         row["dense_exact"] = {"scores": m.latency_ms(exact.scores, list(qvecs)),
-                              "search": m.latency_ms(lambda q: exact.search(q, 10), list(qvecs)),
+                              "search": m.latency_ms(partial(exact.search, k=10), list(qvecs)),
                               "bytes_per_1k": int(1000 * vectors.nbytes / n)}
         ann = DenseIndex(vectors, ann_threshold=0)
         _, build = m.timed(ann.ann)
         truth = [exact.search(q, 10)[0].tolist() for q in qvecs]
         found = [ann.search(q, 10)[0].tolist() for q in qvecs]
         row["dense_ann"] = {"build_s": round(build, 2),
-                            "search": m.latency_ms(lambda q: ann.search(q, 10), list(qvecs)),
+                            "search": m.latency_ms(partial(ann.search, k=10), list(qvecs)),
                             "recall_at_10_vs_exact": round(m.recall_at_k(found, truth), 4),
                             "bytes_per_1k": int(1000 * m.ann_bytes(ann) / n)}
         out[str(n)] = row
@@ -239,7 +242,7 @@ def _ingest(conv: m.Conversation, encoders: EncoderConfig) -> dict:
         finally:
             memory.close()
         size = sum(p.stat().st_size for p in Path(tmp).glob("bench.db*"))
-    fields = dataclasses.asdict(report) if dataclasses.is_dataclass(report) else {}
+    fields = dataclasses.asdict(report) if dataclasses.is_dataclass(report) and not isinstance(report, type) else {}
     return {"conversation": conv.name, "turns": len(conv.turns), "add_s": round(add, 3),
             "index_s": round(seconds, 2), "total_s": round(add + seconds, 2),
             "db_bytes_per_1k_turns": int(1000 * size / max(len(conv.turns), 1)),
@@ -293,3 +296,16 @@ def _print(doc: dict, console: Any) -> None:
                         ", ".join(f"{k} {v:.1f}" for k, v in sorted(enc.items())),
                         str(r["db_bytes_per_1k_turns"]))
         console.print(ing)
+
+
+def _lexical_index(turns: Sequence[str]) -> Any:
+    from ..encoders.tokenize import tokenize_many
+    from ..indexes.lexical import LexicalIndex
+
+    return LexicalIndex(tokenize_many(turns))
+
+
+def _synth_lexical_index(tokens: Any, n: int) -> Any:
+    from ..indexes.lexical import LexicalIndex
+
+    return LexicalIndex(m.synth_tokens(tokens, n))

@@ -18,9 +18,10 @@ Face layout (``context: {title: [...], sentences: [[...]]}``) and the original o
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from . import metrics, summary
 from .runner import Corpus, Query, QuestionRun, SystemRun, Unit

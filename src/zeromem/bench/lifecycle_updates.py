@@ -11,14 +11,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import gzip
-import json
 from pathlib import Path
 from typing import Any
 
 from ..memory import Memory
 from .lifecycle_data import correction_chains
+from .longmemeval import haystack, iso_date, read_items
 
 K = 10
 
@@ -56,22 +54,20 @@ def chains_report(n: int, progress: bool) -> tuple[float | None, dict[str, Any]]
 def knowledge_update_report(path: Path, limit: int | None, progress: bool) -> tuple[float | None, dict[str, Any]]:
     from tqdm import tqdm
 
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        items = json.load(handle)
+    items = read_items(path)
     questions = [q for q in items if q.get("question_type") == "knowledge-update"
                  and not str(q.get("question_id", "")).endswith("_abs")]
     if limit is not None:
         questions = questions[:limit]
     ok, both, rows = 0, 0, []
     for q in tqdm(questions, desc="LongMemEval knowledge-update", disable=not progress):
-        drafts, gold = _haystack(q)
+        drafts, gold = haystack(q)
         with Memory(":memory:") as mem:
             ids = mem.add_many(drafts)
             order = {tid: i for i, tid in enumerate(ids)}
             answer_ids = sorted((tid for d, tid in zip(drafts, ids) if d["source_id"] in gold),
                                 key=lambda tid: order[tid])
-            evidence = mem.search(q["question"], k=K, as_of=_iso(q["question_date"]))
+            evidence = mem.search(q["question"], k=K, as_of=iso_date(q["question_date"]))
         ranked = [ev.trace_ids[0] for ev in evidence if ev.trace_ids[0] in answer_ids]
         newest = answer_ids[-1] if answer_ids else None
         good = bool(ranked) and ranked[0] == newest
@@ -82,24 +78,3 @@ def knowledge_update_report(path: Path, limit: int | None, progress: bool) -> tu
     share = round(100 * ok / len(questions), 2) if questions else None
     return share, {"questions": len(questions), "newest_first": ok,
                    "with_two_answer_turns_retrieved": both, "per_question": rows}
-
-
-def _haystack(q: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]:
-    drafts, gold = [], set()
-    for session_id, date, turns in zip(q["haystack_session_ids"], q["haystack_dates"], q["haystack_sessions"]):
-        for j, turn in enumerate(turns):
-            source = f"{session_id}:{j}"
-            if turn.get("has_answer"):
-                gold.add(source)
-            if not str(turn.get("content", "")).strip():
-                continue
-            drafts.append({"text": turn["content"], "role": turn["role"], "speaker": turn["role"],
-                           "session": str(session_id), "session_time": _iso(date), "seq": j,
-                           "source_id": source})
-    return drafts, gold
-
-
-def _iso(date: str) -> str:
-    """LongMemEval's "2023/05/20 (Sat) 02:21" as ISO 8601."""
-    day, _, clock = date.partition(")")
-    return dt.datetime.strptime(f"{day.split(' (')[0]} {clock.strip()}", "%Y/%m/%d %H:%M").isoformat()

@@ -10,9 +10,10 @@ repaired as :func:`zeromem.bench.metrics.repair_evidence_ids` describes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..ingest import load_file
 from . import metrics, summary

@@ -33,8 +33,8 @@ import math
 import re
 import string
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import Stemmer
 

@@ -16,8 +16,9 @@ import platform
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -31,7 +32,11 @@ _QUALITY = {
                "answer_in_context"),
     "hotpotqa": ("recall@2", "recall@5", "recall@{k}", "all@2", "all@5", "all@{k}",
                  "sentence_recall@{k}", "mrr", "answer_in_context"),
+    "longmemeval": ("turn_any@{k}", "turn_all@{k}", "session_any@5", "session_any@10",
+                    "session_ndcg@10", "no_answer_auroc", "ingest_s_per_question"),
 }
+# The per-category table's metric (recall@k unless named here).
+_CATEGORY_METRIC = {"longmemeval": "turn_all@{k}"}
 _COST = ("context_tokens", "latency_ms_p50", "latency_ms_p95", "latency_ms_p50_no_encode",
          "latency_ms_p95_no_encode", "ingest_ms_per_turn", "llm_calls", "llm_tokens")
 _SHORT = {"recall": "R", "all": "all", "hit": "hit", "sentence_recall": "sentR",
@@ -104,7 +109,7 @@ def write_json(document: dict[str, Any], path: str | Path) -> None:
 def _cell(value: Any) -> str:
     if value is None:
         return "n/a"
-    if isinstance(value, bool) or isinstance(value, str):
+    if isinstance(value, (bool, str)):
         return str(value)
     if isinstance(value, int):
         return str(value)
@@ -143,15 +148,16 @@ def print_tables(document: dict[str, Any], console: Console | None = None) -> No
 
     systems = document["systems"]
     categories = list(dict.fromkeys(c for b in systems.values() for c in b.get("by_category", {})))
+    metric = _CATEGORY_METRIC.get(benchmark, "recall@{k}").format(k=k)
     if categories:
-        by_cat = Table(title=f"recall@{k} by category (n)")
+        by_cat = Table(title=f"{metric} by category (n)")
         by_cat.add_column("system", no_wrap=True)
         for category in categories:
             n = next(b["by_category"][category]["n"] for b in systems.values()
                      if category in b.get("by_category", {}))
             by_cat.add_column(f"{category} ({n})", justify="right")
         for name, block in systems.items():
-            by_cat.add_row(name, *(_cell(block.get("by_category", {}).get(c, {}).get(f"recall@{k}"))
+            by_cat.add_row(name, *(_cell(block.get("by_category", {}).get(c, {}).get(metric))
                                    for c in categories))
         console.print(by_cat)
 

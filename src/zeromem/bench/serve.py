@@ -21,6 +21,7 @@ acknowledged write is stored; a write in flight at the kill may or may not be).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -136,10 +137,8 @@ def wait_ready(port: int, timeout_s: float = 180.0, times: int = 1) -> float:
 
 def _kill_tree(proc: subprocess.Popen) -> None:
     """SIGKILL a server and its worker processes (its own process group; see start_server)."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait()
 
 
@@ -297,7 +296,8 @@ def run(data: Path, *, db: str | Path | None, scopes: int, per_scope: int, serve
     done = len(tally.latencies["search"]) + len(tally.latencies["write"])
     document = {
         "benchmark": "serve", "data": str(data), "backend": _backend(target), "scopes": scopes,
-        "traces_per_scope": per_scope, "traces": scopes * per_scope, "servers": servers, "clients": clients, "seconds": seconds,
+        "traces_per_scope": per_scope, "traces": scopes * per_scope, "servers": servers, "clients": clients,
+        "seconds": seconds,
         "write_share": write_share, "kill_at": kill_at, "threads": threads, "workers": workers,
         "offered_rps": rate, "k": k,
         "fill_s": prepared["fill_s"], "ready_s": round(ready_s, 2), "restart_s": report.get("restart_s"),
@@ -342,6 +342,7 @@ def print_table(document: dict[str, Any], console: Console | None = None) -> Non
     checks.add_column("value", justify="right")
     for key in ("throughput_rps", "errors", "cross_scope_results", "acknowledged_writes",
                 "acknowledged_missing", "stored_beyond_acknowledged",
-                "unanswered_writes_in_restart", "refused_while_restarting", "restart_s", "ready_s", "fill_s", "llm_calls"):
+                "unanswered_writes_in_restart", "refused_while_restarting", "restart_s", "ready_s", "fill_s",
+                "llm_calls"):
         checks.add_row(key, str(document[key]))
     console.print(checks)

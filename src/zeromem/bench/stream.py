@@ -44,6 +44,7 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
+from ..indexes.topk import top_indices
 from . import report
 
 USER = "stream"
@@ -306,9 +307,7 @@ def bm25s_step(data: str, size: int, stream_data: str, turns: int | None,
             ids = index.get_tokens_ids([t for t in tokenize(question) if t])
             if ids:
                 scores = np.asarray(index.get_scores_from_ids(ids))
-                top = np.argpartition(-scores, min(k, len(scores)) - 1)[:k]
-                hits = [int(j) for j in top[np.argsort(-scores[top], kind="stable")]
-                        if scores[j] > 0]
+                hits = [int(j) for j in top_indices(scores, k) if scores[j] > 0]
         rebuild_ms.append((time.perf_counter() - t0) * 1000.0)
         found += len(hits)
     return {"bm25s_rebuild_ms": rebuild_ms, "docs": len(docs), "hits": found}

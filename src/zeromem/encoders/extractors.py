@@ -13,13 +13,17 @@ NOUN_PHRASE (compound nouns such as "pottery class").
 from __future__ import annotations
 
 import re
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
+
+from ..lexicon import MONTH_NAMES, WEEKDAY_NAMES, month_abbreviations
 
 Span = tuple[int, int, str]
 
-_MONTHS = ("January|February|March|April|June|July|August|September|October|November|December|"
-           "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec")
-_WEEKDAYS = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
+# Capitalized month names but "May" (the patterns add it where a date is certain), then the
+# abbreviations; the weekday names.
+_MONTHS = "|".join([name.capitalize() for name in MONTH_NAMES if name != "may"]
+                   + [name.capitalize() for name in month_abbreviations()])
+_WEEKDAYS = "|".join(name.capitalize() for name in WEEKDAY_NAMES)
 _DAY = r"\d{1,2}(?:st|nd|rd|th)?"
 _YEAR = r"(?:1[89]|20)\d{2}"
 _NUM_WORDS = ("one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|"

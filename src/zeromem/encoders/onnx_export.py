@@ -26,10 +26,12 @@ import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..errors import ModelUnavailable
+from .models import load_sentence_transformer, resolve_model
 
 EXPORT_FORMAT = 1  # bump when the exported graph changes meaning
 FP32_MIN_COSINE = 0.999  # an fp32 export must reproduce torch; anything less is a broken export
@@ -62,8 +64,6 @@ def _fingerprint(model: str, source: str) -> str:
 
 def export_dir(model: str, cache_root: Path) -> Path:
     """The cache directory that holds (or will hold) the export of ``model``."""
-    from .embed import resolve_model
-
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")[:60] or "model"
     return cache_root / "onnx" / f"{slug}-{_fingerprint(model, resolve_model(model))}"
 
@@ -91,8 +91,6 @@ def _export(model: str, folder: Path, *, quantize: bool) -> None:
     except ImportError as err:
         raise ModelUnavailable("exporting to ONNX needs torch once: `pip install torch` "
                                "(the CPU build is enough)") from err
-    from .embed import load_sentence_transformer
-
     st = load_sentence_transformer(model)
     transformer, pooling = st[0], st[1] if len(st) > 1 else None
     mode = pooling.get_config_dict().get("pooling_mode", "mean") if pooling is not None else "mean"
@@ -122,7 +120,7 @@ def _export(model: str, folder: Path, *, quantize: bool) -> None:
     os.replace(tmp, tok_path)
 
     reference = np.asarray(st.encode(list(PROBES), normalize_embeddings=True), dtype=np.float32)
-    meta = {"format": EXPORT_FORMAT, "model": model, "dim": int(reference.shape[1]),
+    meta: dict[str, Any] = {"format": EXPORT_FORMAT, "model": model, "dim": int(reference.shape[1]),
             "max_length": max_length, "input_names": input_names, "pooling": mode,
             "pad_id": int(tokenizer.pad_token_id or 0)}
     meta["fp32_min_cosine"] = _probe_cosine(fp32, tok_path, meta, reference)

@@ -13,18 +13,17 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
-MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
-MONTHS["sept"] = 9
-WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
+from ..lexicon import MONTHS, WEEKDAY_NAMES, WEEKDAYS
+
 NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
                 "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
                 "couple of": 2, "a couple of": 2, "few": 3, "a few": 3}
 
-_MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|jun(?:e)?|jul(?:y)?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+# Every name of the month table, a month's longer names first ("september|sept|sep").
+_MONTH = "(" + "|".join(sorted(MONTHS, key=lambda name: (MONTHS[name], -len(name)))) + ")"
 _NUM = r"(\d+|a couple of|couple of|a few|few|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _UNIT = r"(day|week|month|year|weekend)s?"
-_WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_WEEKDAY = "(" + "|".join(WEEKDAY_NAMES) + ")"
 
 _RELATIVE = [
     ("ago", re.compile(rf"\b{_NUM}\s+{_UNIT}\s+ago\b", re.I)),

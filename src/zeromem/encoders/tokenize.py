@@ -27,8 +27,8 @@ import logging
 import re
 import threading
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Sequence
 
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN_PLUS

@@ -18,6 +18,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from .ragged import Ragged
+from .topk import top_indices
 
 _BLAS = ThreadpoolController()  # scanning the loaded libraries is slow: once per process
 ROWS_PER_CELL = 256
@@ -77,7 +78,7 @@ class CellIndex:
     def probe(self, q: np.ndarray, probes: int = PROBES) -> np.ndarray:
         """Distinct rows of the ``probes`` cells whose centroids are closest to ``q`` (ascending)."""
         closeness = self.centroids @ q
-        order = np.lexsort((np.arange(len(closeness)), -closeness))[:probes]
+        order = top_indices(closeness, probes)
         parts = [self.rows[self.ptr[c]:self.ptr[c + 1]] for c in order]
         parts += [np.asarray(self._extra[c], dtype=np.int64) for c in order.tolist() if c in self._extra]
         return np.unique(np.concatenate(parts))

@@ -1,10 +1,12 @@
-"""Cosine search over unit vectors held in slots that a write fills, replaces or clears in place: exact numpy below a size threshold, HNSW (usearch) above.
+"""Cosine search over unit vectors held in slots that a write fills, replaces or clears in place:
+exact numpy below a size threshold, HNSW (usearch) above.
 
 ``scores`` is always exact — one matrix-vector product — because the engine fuses the scores of
 every unit. On a large scope the engine instead scores only candidate rows (``scores_of``),
 normalizes with the cosines of a fixed sample (``sample_scores``) and finds the candidates
 through coarse cells (``candidates``, see cells.py), built once and then kept: rows
-written later are assigned to their nearest cell. ``search`` uses the approximate index only when the index holds at least
+written later are assigned to their nearest cell. ``search`` uses the approximate index only
+when the index holds at least
 ``ann_threshold`` vectors; its candidates are then re-scored exactly, so returned scores are
 true cosines and the order is deterministic (descending score, ties by index).
 
@@ -19,6 +21,7 @@ thousands of ``search`` calls; ``scores`` never needs it. Numbers in docs/decisi
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import numpy as np
@@ -335,12 +338,10 @@ class DenseIndex:
             return self._ann
 
     def _build_ann(self):
-        try:
+        with contextlib.suppress(ImportError):
             # usearch's SIMD library loaded before onnxruntime makes every later ONNX Runtime
             # session segfault (seen here with usearch 2.26 / onnxruntime 1.2x): load ORT first.
             import onnxruntime  # noqa: F401
-        except ImportError:
-            pass
         try:
             from usearch.index import Index
         except ImportError as err:

@@ -142,18 +142,23 @@ class Indexer:
                 stored.append(StoredUnit(
                     u.level, u.position, u.text, _provisional(u.text_hash, missing), u.rowids,
                     None if u.vector is None else np.frombuffer(u.vector, dtype=np.float32), u.mentions))
-            out.append(DerivedSession(SessionUnits(plan["session"], plan["traces"], stored),
+            traces = dict(zip(plan["rowids"], plan["traces"]))
+            out.append(DerivedSession(SessionUnits(plan["session"], traces, stored),
                                       tuple(plan["fingerprint"]), frozenset(lacking)))
         return out
 
     # -- steps --------------------------------------------------------------------------
     def _plan(self, scope: Scope, session: str) -> dict[str, Any]:
-        traces = sorted(self.store.list(scope, session=session), key=lambda t: (t.seq, int(t.id[1:])))
-        drafts = segment_session(traces, window_turns=self.window_turns, stride=self.stride)
+        parse = self.store.ids.parse
+        pairs = sorted(((t, parse(t.id)) for t in self.store.list(scope, session=session)),
+                       key=lambda pair: (pair[0].seq, pair[1]))
+        traces = [t for t, _ in pairs]
+        rowids = [rowid for _, rowid in pairs]
+        drafts = segment_session(traces, rowids, window_turns=self.window_turns, stride=self.stride)
         fingerprint = [(t.id, t.version) for t in traces]
         # Stored encodings are looked up scope-wide by text hash in _reuse_stored_encodings.
         return {"session": session, "drafts": drafts, "vecs": {}, "mentions": {},
-                "fingerprint": fingerprint, "traces": traces}
+                "fingerprint": fingerprint, "traces": traces, "rowids": rowids}
 
     def _reuse_stored_encodings(self, scope: Scope, plans: list[dict[str, Any]]) -> None:
         """Text already encoded anywhere in the scope — the unchanged turns of a re-derived
@@ -172,7 +177,7 @@ class Indexer:
         to_embed: dict[str, str] = {}
         to_ner: dict[str, str] = {}
         for plan in plans:
-            raw = {int(t.id[1:]): t for t in plan["traces"]}
+            raw = dict(zip(plan["rowids"], plan["traces"]))
             split = {d.rowids[0] for d in plan["drafts"] if d.level == "span"} if TURN_FROM_SPANS else set()
             for draft in plan["drafts"]:
                 h = draft.text_hash
@@ -230,7 +235,7 @@ class Indexer:
     def _commit(self, scope: Scope, plan: dict[str, Any], entity_vectors: dict[str, bytes]) -> None:
         """Store the session's units; a session another writer changed meanwhile stays dirty."""
         units = self._units(plan)
-        expected = [(int(tid[1:]), version) for tid, version in plan["fingerprint"]]
+        expected = [(rowid, version) for rowid, (_, version) in zip(plan["rowids"], plan["fingerprint"])]
         self.store.commit_session(scope, plan["session"], expected, units, entity_vectors)
 
     def _units(self, plan: dict[str, Any]) -> list[DerivedUnit]:
@@ -298,7 +303,7 @@ def _provisional(text_hash: str, missing: list[str]) -> str:
 
 def _guarded(component: str, call: Callable[[], Any]) -> Any:
     """``call()``, with any error raised as an ``EncoderFailure`` naming ``component``: a
-    search can then go on without that encoder (retrieval/service.py)."""
+    search can then go on without that encoder (retrieval/scopes.py)."""
     try:
         return call()
     except EncoderFailure:

@@ -52,10 +52,11 @@ class StoredUnit:
 
 @dataclass(slots=True)
 class SessionUnits:
-    """A session's traces (conversation order) and units, read in one transaction."""
+    """A session's traces (row number → trace, conversation order) and units, read in one
+    transaction."""
 
     session: str
-    traces: list[Trace]
+    traces: dict[int, Trace]
     units: list[StoredUnit]
 
 
@@ -381,7 +382,7 @@ class ScopeIndex:
             self.episode_of_session.append(-1)
         change.sessions.add(sid)
         turns = self.turns
-        traces = {int(t.id[1:]): t for t in data.traces}
+        traces = data.traces
         turn_units = [u for u in data.units if u.level == TURN]
         keep = {u.rowids[0] for u in turn_units}
         for slot in self.session_turns[sid]:
@@ -459,11 +460,11 @@ class ScopeIndex:
 
 def session_batches(delta: dict) -> list[SessionUnits]:
     """``store.read_changes`` rows → one ``SessionUnits`` per changed session."""
-    by_session: dict[str, SessionUnits] = {name: SessionUnits(name, [], []) for name in delta["sessions"]}
-    for trace in delta["traces"]:
+    by_session: dict[str, SessionUnits] = {name: SessionUnits(name, {}, []) for name in delta["sessions"]}
+    for rowid, trace in delta["traces"]:
         key = trace.session if trace.session is not None else ""
         if key in by_session:
-            by_session[key].traces.append(trace)
+            by_session[key].traces[rowid] = trace
     mentions: dict[int, list[tuple[str, str, str, int]]] = {}
     for uid, entity, label, surface, count in delta["mentions"]:
         mentions.setdefault(uid, []).append((entity, label, surface, count))

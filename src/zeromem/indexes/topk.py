@@ -1,28 +1,37 @@
-"""Deterministic top-k selection shared by the indexes: descending score, ties by index."""
+"""Deterministic top-k selection, the one used everywhere: descending score, ties by index."""
 
 from __future__ import annotations
 
 import numpy as np
 
 
-def top_k(scores: np.ndarray, k: int, *, positive_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Indices and scores of the ``k`` best entries, best first; equal scores in index order.
+def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k best scores, best first, ties broken by lower index (deterministic).
 
-    ``argpartition`` narrows the candidates in O(n), then only the few that tie at the cut are
-    sorted, so the result never depends on how the partition happened to break ties.
+    The result is always the prefix of the full sort by (-score, index), however it is found:
+    a full sort for a large share of the array, a partial selection (O(n)) otherwise, with the
+    ties at the cut settled by index.
     """
+    if k <= 0 or scores.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if k * 4 >= scores.size:
+        return np.lexsort((np.arange(scores.size), -scores))[:k]
+    positive = np.flatnonzero(scores > 0)
+    if k <= positive.size < scores.size // 2:
+        # Mostly-zero scores (a large scope scores only its candidates): the k best are all
+        # positive, and the positives keep index order, so selecting among them is the same.
+        return positive[top_indices(scores[positive], k)]
+    cut = np.partition(scores, scores.size - k)[scores.size - k]
+    above = np.flatnonzero(scores > cut)
+    equal = np.flatnonzero(scores == cut)[: k - above.size]
+    chosen = np.concatenate([above, equal])
+    return chosen[np.lexsort((chosen, -scores[chosen]))]
+
+
+def top_k(scores: np.ndarray, k: int, *, positive_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``top_indices`` with the scores (float32), optionally only the positive ones."""
     scores = np.asarray(scores)
-    n = len(scores)
-    if k <= 0 or n == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    k = min(k, n)
-    if k < n:
-        cut = scores[np.argpartition(-scores, k - 1)[k - 1]]
-        candidates = np.flatnonzero(scores >= cut)
-    else:
-        candidates = np.arange(n)
-    order = np.lexsort((candidates, -scores[candidates]))[:k]
-    idx = candidates[order].astype(np.int64)
+    idx = top_indices(scores, min(k, len(scores))).astype(np.int64)
     if positive_only:
         idx = idx[scores[idx] > 0]
     return idx, scores[idx].astype(np.float32)

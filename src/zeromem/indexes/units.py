@@ -36,10 +36,6 @@ class UnitDraft:
         return hashlib.blake2b(self.text.encode("utf-8"), digest_size=12).hexdigest()
 
 
-def rowid_of(trace: Trace) -> int:
-    return int(trace.id[1:])
-
-
 def turn_text(trace: Trace) -> str:
     """The indexed form of a turn: who said it, what was said, and attached descriptions."""
     head = f"{trace.speaker}: " if trace.speaker else ""
@@ -67,14 +63,16 @@ def split_sentences(text: str) -> list[str]:
     return merged
 
 
-def segment_session(traces: Sequence[Trace], *, window_turns: int = 4, stride: int = 2) -> list[UnitDraft]:
-    """All units of one session, traces given in conversation order."""
+def segment_session(traces: Sequence[Trace], rowids: Sequence[int], *, window_turns: int = 4,
+                    stride: int = 2) -> list[UnitDraft]:
+    """All units of one session, traces given in conversation order with their row numbers."""
+    if len(rowids) != len(traces):
+        raise ValueError(f"{len(traces)} traces but {len(rowids)} row numbers")
     if not traces:
         return []
     units: list[UnitDraft] = []
-    for position, trace in enumerate(traces):
+    for position, (trace, rid) in enumerate(zip(traces, rowids)):
         time = trace.event_time or trace.session_time
-        rid = rowid_of(trace)
         units.append(UnitDraft("turn", position, turn_text(trace), (rid,), trace.seq, trace.seq,
                                trace.speaker, time))
         # An attached image's description is a local span of its own: a turn that only says
@@ -92,16 +90,15 @@ def segment_session(traces: Sequence[Trace], *, window_turns: int = 4, stride: i
         starts.append(len(traces) - size)
     if len(traces) > 1:
         for start in starts:
-            run = traces[start:start + size]
-            units.append(_group("window", start, run))
-    units.append(_group("episode", 0, traces))
+            units.append(_group("window", start, traces[start:start + size], rowids[start:start + size]))
+    units.append(_group("episode", 0, traces, rowids))
     return units
 
 
-def _group(level: str, position: int, run: Sequence[Trace]) -> UnitDraft:
+def _group(level: str, position: int, run: Sequence[Trace], rowids: Sequence[int]) -> UnitDraft:
     speakers = {t.speaker for t in run}
     first = run[0]
     return UnitDraft(level, position, "\n".join(turn_text(t) for t in run),
-                     tuple(rowid_of(t) for t in run), run[0].seq, run[-1].seq,
+                     tuple(rowids), run[0].seq, run[-1].seq,
                      first.speaker if len(speakers) == 1 else None,
                      first.event_time or first.session_time)

@@ -8,6 +8,7 @@ stays verbatim, and nothing is written until ``check_conversations`` has passed 
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,9 @@ def load_file(path: str | Path, *, format: str | None = None) -> list[ImportedCo
     """
     if format not in (None, "auto", *FORMATS):
         raise InvalidInput(f"unknown import format {format!r}: use one of {', '.join(FORMATS)}")
+    if not isinstance(path, (str, os.PathLike)) or isinstance(os.fspath(path), bytes):
+        raise InvalidInput(f"a file to import is named by a path (str or pathlib.Path), got "
+                           f"{type(path).__name__}")
     text = _read_text(Path(path), str(path))
     source, stem, suffix = str(path), Path(path).stem, Path(path).suffix.lower()
     if format == "jsonl" or (format in (None, "auto") and suffix in (".jsonl", ".ndjson")):
@@ -100,8 +104,8 @@ def summarize(conv: ImportedConversation) -> dict[str, Any]:
             normalized = None  # check_conversations reports bad times; a summary never fails
         if normalized:
             times.append(normalized)
-    speakers = Counter(d.get("speaker") or "" for d in conv.drafts)
-    sessions = {d.get("session") for d in conv.drafts}
+    speakers = Counter(_label(d.get("speaker")) for d in conv.drafts)
+    sessions = {_label(d.get("session")) for d in conv.drafts}
     return {
         "name": conv.name,
         "source": conv.source,
@@ -113,3 +117,9 @@ def summarize(conv: ImportedConversation) -> dict[str, Any]:
         "last_time": max(times, key=utc_key) if times else None,
         "questions": len(conv.qa) if conv.qa is not None else 0,
     }
+
+
+def _label(value: Any) -> str:
+    """A speaker or session as a summary key: any value (a file may hold a list there, which
+    ``check_conversations`` refuses later; a summary never fails) as text."""
+    return value if isinstance(value, str) else "" if value is None else repr(value)

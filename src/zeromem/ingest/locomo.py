@@ -20,6 +20,7 @@ from .base import ImportedConversation, bad, parse_time
 
 FORMAT = "locomo"
 _SESSION_RE = re.compile(r"^session_(\d+)$")
+MAX_SESSION_DIGITS = 18
 
 
 def looks_like(data: Any) -> bool:
@@ -59,7 +60,12 @@ def _parse_sample(sample: Any, source: str, stem: str, index: int | None) -> Imp
 
 def _parse_conversation(conv: dict[str, Any], qa: Any, name: str, source: str,
                         prefix: str) -> ImportedConversation:
-    sessions = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION_RE.match(key)))
+    numbered = [(m.group(1), key) for key in conv if (m := _SESSION_RE.match(key))]
+    for number, key in numbered:
+        if len(number) > MAX_SESSION_DIGITS:  # int() refuses more than 4300 digits anyway
+            raise bad(source, f"{prefix}{key[:30]}…", f"a session number of {len(number)} digits: "
+                      f"LoCoMo numbers its sessions 1, 2, 3...")
+    sessions = sorted((int(number), key) for number, key in numbered)
     if not sessions:
         raise bad(source, prefix.rstrip(".") or "top level",
                   "no 'session_N' keys: a LoCoMo conversation has session_1, session_2, ...")

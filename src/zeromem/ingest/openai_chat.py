@@ -87,6 +87,9 @@ def _message_draft(message: Any, source: str, where: str) -> dict[str, Any] | No
     texts, attachments = _content(message["content"], source, f"{where}.content")
     metadata: dict[str, Any] = {}
     calls = message.get("tool_calls")
+    if calls is not None and not isinstance(calls, list):
+        raise bad(source, f"{where}.tool_calls",
+                  f"must be a list of tool calls, got {type(calls).__name__}")
     if calls:
         metadata["tool_calls"] = calls
         if not texts:

@@ -4,119 +4,46 @@ Every command opens the store given by ``--db`` in the scope given by ``--user``
 calls one ``Memory`` method and prints the result as text or, with ``--json``, as JSON.
 Errors zeromem raises on purpose become ``error: <message>`` on stderr and exit code 2, with
 no traceback. A new command is one decorated function here (``@app.command()`` over
-``@friendly``), or one ``app.add_typer(...)`` line for a group.
+``@friendly``), or one ``app.add_typer(...)`` line for a group; the app, the common options and
+the output helpers are in cli_common.py (the ``cli_*`` command modules import them from there).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
-import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any
 
 import typer
 from tqdm import tqdm
 
 from .. import __version__
 from ..bench.cli import bench_app
-from ..config import Config, default_db_path
-from ..errors import InvalidInput, NotFound, ZeromemError
+from ..errors import InvalidInput
 from ..ingest import FORMATS, check_conversations, load_file, skip_stored, summarize
-from ..memory import Memory
-from ..store.base import DeleteReceipt, TraceDraft
+from ..store import open_store
+from ..store.base import DeleteReceipt, TraceDraft, scope_key
 from ..types import Scope
-
-app = typer.Typer(
-    name="zeromem",
-    help="zeromem: agent memory where every memory operation is deterministic code "
-         "(zero LLM calls). Traces are stored verbatim in one SQLite file.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
+from .cli_common import (
+    AgentOption,
+    DbOption,
+    JsonOption,
+    UserOption,
+    app,
+    fail,
+    friendly,
+    open_memory,
+    print_json,
+    safe,
 )
+
+__all__ = ["AgentOption", "DbOption", "JsonOption", "UserOption", "app", "fail", "friendly", "main",
+           "open_memory", "print_json", "safe"]
+
 # Command groups that live in their own modules plug in here, one line each:
 app.add_typer(bench_app, name="bench")
-
-DbOption = Annotated[str | None, typer.Option(
-    "--db", metavar="PATH", show_default=False,
-    help="store file or URL [default: $ZEROMEM_DB or ~/.zeromem/memory.db]")]
-UserOption = Annotated[str | None, typer.Option(
-    "--user", help="user id of the scope (namespace) to use; scopes never see each other")]
-AgentOption = Annotated[str | None, typer.Option(
-    "--agent", help="agent id of the scope (namespace) to use, alone or with --user")]
-JsonOption = Annotated[bool, typer.Option("--json", help="print JSON instead of text")]
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-# What a terminal would act on instead of showing: C0 controls but tab and newline (ESC starts
-# every ANSI sequence, CR and backspace overwrite), DEL, the C1 range (U+009B is a one-character
-# CSI) and the bidirectional overrides that reorder what is shown ("Trojan source").
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def safe(value: Any) -> str:
-    """``value`` as text a terminal shows as it is: control characters become visible
-    escapes (``\\x1b``). Stored text is kept verbatim, so it may hold ANSI codes that would
-    recolour, hide or rewrite what the CLI prints; every output of stored text goes through
-    here (``print_json`` escapes them the JSON way)."""
-    return _UNSAFE.sub(_escape, str(value))
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def fail(message: str) -> NoReturn:
-    """Print ``error: message`` to stderr and exit with code 2."""
-    typer.echo(f"error: {safe(message)}", err=True)
-    raise typer.Exit(2)
-
-
-def friendly(func: F) -> F:
-    """Turn a ZeromemError raised by a command into ``error: ...`` and exit code 2."""
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except ZeromemError as exc:
-            fail(str(exc))
-    return wrapper  # type: ignore[return-value]
-
-
-def open_memory(db: str | Path | None, user: str | None, agent: str | None, *,
-                create: bool = False, lock_timeout_s: float | None = None) -> Memory:
-    """The Memory a command works on: ``--db`` (or the default path) in one scope.
-
-    Only writing commands pass ``create=True``: a mistyped --db on a read must not leave an
-    empty store behind. ``lock_timeout_s`` (``--lock-timeout``) replaces Config's default.
-    """
-    path = db if db is not None else default_db_path()
-    local = str(path)  # a URL (sqlite:///…) is checked by the store itself
-    if "://" not in local and not create and local != ":memory:" and not Path(local).expanduser().exists():
-        raise NotFound(f"no zeromem store at {path}: check --db / $ZEROMEM_DB, "
-                       "or create one with `zeromem ingest FILE`")
-    if lock_timeout_s is None:
-        return Memory(path, user=user, agent=agent)
-    return Memory(path, user=user, agent=agent, config=Config(lock_timeout_s=lock_timeout_s))
-
-
-def print_json(value: Any) -> None:
-    """Print dataclasses, tuples and dicts as indented UTF-8 JSON."""
-    def convert(item: Any) -> Any:
-        if dataclasses.is_dataclass(item) and not isinstance(item, type):
-            return dataclasses.asdict(item)
-        raise TypeError(f"cannot print {type(item).__name__} as JSON")
-    text = json.dumps(value, default=convert, ensure_ascii=False, indent=2)
-    # json escapes C0 controls itself; DEL, C1 and bidi controls it leaves raw (they can only
-    # sit inside strings, where \\uXXXX means the same character).
-    typer.echo(_UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
 def _scope_label(user: str | None, agent: str | None) -> str:
@@ -165,9 +92,13 @@ def ingest(
     if user_per_conversation and user is not None:
         raise InvalidInput("use either --user or --user-per-conversation, not both")
     conversations = [conv for path in files for conv in load_file(path, format=format)]
+    # Every message and the scope are checked before the store is opened: a refused import
+    # must not even create an empty store at a new --db path.
+    with open_store(":memory:") as checker:
+        check_conversations(conversations, checker, names_as_scopes=user_per_conversation)
+    scope_key(Scope(user, agent))
     reports = []
     with open_memory(db, user, agent, create=True) as mem:
-        check_conversations(conversations, mem.store, names_as_scopes=user_per_conversation)
         batches = [([TraceDraft(**item) for item in conv.drafts],
                      Scope(conv.name if user_per_conversation else user, agent))
                    for conv in conversations]
@@ -200,7 +131,8 @@ def _print_ingest_report(report: dict[str, Any]) -> None:
                          for name, count in report["speakers"].items())
     span = (f"{report['first_time']} -> {report['last_time']}" if report["first_time"]
             else "no timestamps")
-    ids = (f"ids {report['first_id']}..{report['last_id']}" if report["first_id"]
+    # Ids are opaque (store/ids.py): the first and the last, not a range.
+    ids = (f"first id {report['first_id']}, last id {report['last_id']}" if report["first_id"]
            else "no new ids")
     again = (f", skipped {report['skipped']} already stored" if report["skipped"] else "")
     typer.echo(f"{safe(report['name'])} ({report['format']}, {safe(report['source'])}): stored "
@@ -269,7 +201,7 @@ def list_traces(
 @app.command()
 @friendly
 def get(
-    trace_id: Annotated[str, typer.Argument(metavar="ID", help="trace id, e.g. t42")],
+    trace_id: Annotated[str, typer.Argument(metavar="ID", help="trace id, e.g. t4k2x9q7m")],
     db: DbOption = None, user: UserOption = None, agent: AgentOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -388,7 +320,7 @@ def stats(
 @app.command()
 @friendly
 def history(
-    trace_id: Annotated[str, typer.Argument(metavar="ID", help="trace id, e.g. t42")],
+    trace_id: Annotated[str, typer.Argument(metavar="ID", help="trace id, e.g. t4k2x9q7m")],
     db: DbOption = None, user: UserOption = None, agent: AgentOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -414,13 +346,12 @@ def main() -> None:
     app()
 
 
-# Register more commands on ``app``; imported last because they import ``app``:
-# search, reindex, demo (cli_retrieval); serve, keys (cli_service); mcp (cli_mcp); migrate (cli_migrate);
-# active, cards (cli_lifecycle).
-from . import cli_lifecycle, cli_mcp, cli_migrate, cli_retrieval, cli_service  # noqa: F401
+# Importing the command modules registers their commands on ``app`` after the ones above (the
+# order `zeromem --help` lists them in): search, reindex, demo (cli_retrieval); serve, keys
+# (cli_service); mcp (cli_mcp); migrate (cli_migrate); active, cards (cli_lifecycle).
+from . import cli_lifecycle, cli_mcp, cli_migrate, cli_retrieval, cli_service  # noqa: E402, F401
 
 if __name__ == "__main__":
-    # Run as a script, this file is the module __main__, while the command modules above
-    # register on zeromem.interfaces.cli's ``app``: call that one's main.
-    from zeromem.interfaces.cli import main as _main
-    _main()
+    # Run as a script (python -m zeromem.interfaces.cli): ``app`` lives in cli_common, so this
+    # module's commands and the command modules' are on the one app already.
+    main()

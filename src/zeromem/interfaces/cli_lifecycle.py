@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .cli import (
+from .cli_common import (
     AgentOption,
     DbOption,
     JsonOption,
@@ -15,6 +15,7 @@ from .cli import (
     friendly,
     open_memory,
     print_json,
+    safe,
 )
 
 
@@ -39,7 +40,7 @@ def active(
                f"{result.used_tokens}/{result.budget_tokens} tokens ({result.tokenizer})")
     for e in result.entries:
         cues = ",".join(e.signals.get("dialogue", [])) or "-"
-        typer.echo(f"[{e.trace_id} | {e.session} | {e.speaker}] Ω={e.omega:.3f} Ω_eff={e.omega_eff:.3f} "
+        typer.echo(f"[{e.trace_id} | {safe(e.session)} | {safe(e.speaker)}] Ω={e.omega:.3f} Ω_eff={e.omega_eff:.3f} "
                    f"Δn={e.newer} {e.reason} ({cues}) {_visible(e.text)}")
     if show_archived:
         for tid, why in result.archived.items():
@@ -62,7 +63,8 @@ def cards(
         print_json(found)
         return
     for c in found:
-        typer.echo(f"{c.kind:<10} {c.subject} | {c.predicate} | {c.object}   [{c.trace_id} | {c.session}]")
+        typer.echo(f"{c.kind:<10} {safe(c.subject)} | {safe(c.predicate)} | {safe(c.object)}   "
+                   f"[{c.trace_id} | {safe(c.session)}]")
 
 
 def _visible(text: str) -> str:

@@ -14,17 +14,17 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from enum import Enum
+from enum import StrEnum
 from types import FrameType
 from typing import Annotated
 
 import typer
 
-from .cli import AgentOption, DbOption, UserOption, app, friendly, open_memory
+from .cli_common import AgentOption, DbOption, UserOption, app, friendly, open_memory
 from .mcp_server import build_server
 
 
-class Transport(str, Enum):
+class Transport(StrEnum):
     """How the MCP client reaches the server."""
 
     stdio = "stdio"

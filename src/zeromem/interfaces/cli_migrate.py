@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from ..errors import InvalidInput
-from .cli import JsonOption, app, friendly, print_json
+from .cli_common import JsonOption, app, friendly, print_json
 
 
 @app.command("migrate")
@@ -28,6 +28,11 @@ def migrate(
 
     if "://" not in source and not Path(source).expanduser().exists():
         raise InvalidInput(f"no zeromem store at {source}: --from names an existing SQLite file")
+    if target.partition("://")[0].lower() not in ("postgresql", "postgres"):
+        # Before anything is opened: a file path here would be created as an empty SQLite store.
+        shown = f"a {target.partition('://')[0]}:// URL" if "://" in target else repr(target)
+        raise InvalidInput(f"--to names an empty PostgreSQL database (postgresql://user@host:port/db), "
+                           f"not {shown}")
     with open_store(source) as src, open_store(target) as dest:
         report = copy_store(src, dest)
         scopes = src.scopes()

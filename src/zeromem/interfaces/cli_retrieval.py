@@ -19,7 +19,7 @@ from ..ingest import ImportedConversation, load_file
 from ..memory import Memory
 from ..reader.base import usage
 from ..retrieval.engine import SearchResult
-from .cli import (
+from .cli_common import (
     AgentOption,
     DbOption,
     JsonOption,
@@ -67,7 +67,7 @@ def _print_evidence(result: SearchResult, *, show_why: bool = False) -> None:
         if ev.superseded_by:
             typer.echo(f"      ↳ superseded by {ev.superseded_by}")
         if show_why:
-            # Reasons name trace ids ("reply to t17"), never the index's internal slots.
+            # Reasons name trace ids ("reply to t4k2x9q7m"), never the index's internal slots.
             parts = ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={safe(v)}"
                               for k, v in ev.why.items())
             typer.echo(f"      why: {parts}")

@@ -10,9 +10,11 @@ from typing import Annotated
 import typer
 
 from ..errors import InvalidInput
+from ..store import validate
+from ..store.base import scope_key
 from ..store.keys import new_api_key
 from ..types import Scope
-from .cli import (
+from .cli_common import (
     AgentOption,
     DbOption,
     JsonOption,
@@ -89,6 +91,9 @@ def keys_add(
     """Make a key for one scope (--user and/or --agent) and print it once; only its hash is kept."""
     if user is None and agent is None:
         raise InvalidInput("a key needs a scope: pass --user and/or --agent")
+    # Checked before the store is opened: a refused key must not create an empty store.
+    scope_key(Scope(user, agent))
+    validate.clean_optional_str(label, "label")
     with open_memory(db, None, None, create=True) as mem:
         key_id, key, key_hash = new_api_key()
         record = mem.store.add_api_key(key_id, key_hash, Scope(user, agent), label)

@@ -49,7 +49,7 @@ an embedded SQLite file. Every operation (storing, indexing, searching, deleting
 deterministic code: no LLM reads, summarizes or rewrites anything. Call `remember` for each
 message worth keeping, `recall` to find evidence before answering from memory, `context` for a
 ready-to-paste prompt block, `forget` to delete a trace, `history` to see how a trace changed.
-Quote or cite trace ids (e.g. t42) when you rely on recalled evidence."""
+Quote or cite trace ids (e.g. t4k2x9q7m) when you rely on recalled evidence."""
 
 Role = Literal["user", "assistant", "tool", "system"]
 
@@ -57,7 +57,7 @@ Role = Literal["user", "assistant", "tool", "system"]
 class Stored(BaseModel):
     """What ``remember`` returns."""
 
-    trace_id: str = Field(description="the new trace's id, e.g. 't42'; cite it, or pass it to forget/history")
+    trace_id: str = Field(description="the new trace's id, e.g. 't4k2x9q7m'; cite it, or pass it to forget/history")
     session: str | None = Field(description="the session the trace was stored in")
 
 
@@ -217,7 +217,7 @@ def build_server(memory: Memory, *, user: str | None, agent: str | None,
                             trace_ids=[tid for ev in rendered.evidence for tid in ev.trace_ids])
 
     @tool("Forget a trace", read_only_hint=False, destructive_hint=True, idempotent_hint=False)
-    def forget(trace_id: Annotated[str, Field(description="the trace id, e.g. 't42'")]) -> Forgotten:
+    def forget(trace_id: Annotated[str, Field(description="the trace id, e.g. 't4k2x9q7m'")]) -> Forgotten:
         """Delete one stored message by its trace id (from remember or recall).
 
         It leaves every index at once: recall and context no longer return it. Its history
@@ -229,7 +229,7 @@ def build_server(memory: Memory, *, user: str | None, agent: str | None,
         return Forgotten(deleted=trace_id)
 
     @tool("Trace history", read_only_hint=True)
-    def history(trace_id: Annotated[str, Field(description="the trace id, e.g. 't42'")]) -> History:
+    def history(trace_id: Annotated[str, Field(description="the trace id, e.g. 't4k2x9q7m'")]) -> History:
         """Every change to one stored message, oldest first: add, update, delete.
 
         Each event has its time and the text and metadata before and after, so you can see what
@@ -254,9 +254,9 @@ def build_server(memory: Memory, *, user: str | None, agent: str | None,
             preferences last longest, acknowledgements leave first); nothing is lost: evicted
             messages stay recallable. Returns {active: ...}. No LLM is involved.
             """
-            options = {} if budget_tokens is None else {"budget_tokens": budget_tokens}
             with _tool_errors():
-                result = memory.active(**options, **scope)  # type: ignore[attr-defined]
+                result = (memory.active(**scope) if budget_tokens is None
+                          else memory.active(budget_tokens=budget_tokens, **scope))
             return {"active": _jsonable(result)}
 
     @server.resource(SESSIONS_URI, name="sessions", title="Sessions in this memory",

@@ -32,7 +32,6 @@ from .survival import SurvivalLaw
 
 RECENT_TURNS = 4  # the live thread kept whatever its scores
 RECENT_SHARE = 0.25  # ... but never more than this share of the budget
-STANDING = frozenset({"constraint", "preference"})  # signals that leave active memory last
 ACTIVE_HEADING = "## Active memory"  # the block's headings when shown with searched evidence
 EVIDENCE_HEADING = "## Evidence"
 
@@ -81,7 +80,7 @@ class ActiveMemory:
         return "\n".join(entry_line(e.trace_id, e.speaker, e.text) for e in self.entries)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Candidate:
     """What selection needs of one trace (built by ``lifecycle.service``)."""
 
@@ -96,6 +95,7 @@ class Candidate:
     pinned: bool = False
     excluded: str | None = None  # "archived", "expired", "superseded by tN"
     excerpt: bool = False  # ``text`` is the trace's signal-bearing sentences, not all of it
+    tokens: int | None = None  # cost of its line; computed by ``select_active`` when None
 
 
 def entry_line(trace_id: str, speaker: str | None, text: str) -> str:
@@ -106,7 +106,8 @@ def select_active(candidates: Sequence[Candidate], budget_tokens: int, law: Surv
                   *, recent_turns: int = RECENT_TURNS, recent_share: float = RECENT_SHARE) -> ActiveMemory:
     """Choose the working set of ``candidates`` (in conversation order) within the budget."""
     n = len(candidates)
-    cost = [count_budget_tokens(entry_line(c.trace_id, c.speaker, c.text)) for c in candidates]
+    cost = [c.tokens if c.tokens is not None else count_budget_tokens(entry_line(c.trace_id, c.speaker, c.text))
+            for c in candidates]
     effective = [law.effective(c.omega, n - 1 - i) for i, c in enumerate(candidates)]
     chosen: dict[int, str] = {}
     used = 0
@@ -127,8 +128,8 @@ def select_active(candidates: Sequence[Candidate], budget_tokens: int, law: Surv
     for i in reversed(live):
         if not admit(i, "recent", min(floor, budget_tokens)):
             break  # the thread must not have a hole in it
-    # Constraints and preferences leave last: everything else is evicted before any of them.
-    for i in sorted(range(n), key=lambda j: (not _standing(candidates[j]), -effective[j], -j)):
+    # Constraints leave last, preferences just before them: everything else is evicted first.
+    for i in sorted(range(n), key=lambda j: (-_tier(candidates[j]), -effective[j], -j)):
         admit(i, "score", budget_tokens)
     entries = tuple(
         ActiveEntry(c.trace_id, c.text, cost[i], round(c.omega, 6), round(effective[i], 6), n - 1 - i,
@@ -138,9 +139,10 @@ def select_active(candidates: Sequence[Candidate], budget_tokens: int, law: Surv
     return ActiveMemory(entries, budget_tokens, used, n, archived)
 
 
-def _standing(candidate: Candidate) -> bool:
-    """A standing rule or taste of the user's (constraint / preference signal)."""
-    return bool(STANDING & set(candidate.signals.get("dialogue", ())))
+def _tier(candidate: Candidate) -> int:
+    """2 for a standing rule (constraint), 1 for a taste (preference), 0 otherwise."""
+    found = set(candidate.signals.get("dialogue", ()))
+    return 2 if "constraint" in found else 1 if "preference" in found else 0
 
 
 def _live_thread(candidates: Sequence[Candidate], turns: int) -> list[int]:

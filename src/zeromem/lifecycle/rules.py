@@ -35,8 +35,12 @@ def _any(*patterns: str, flags: int = _I) -> list[re.Pattern[str]]:
 _EN: dict[str, list[re.Pattern[str]]] = {
     "constraint": _any(
         r"\b(?:never|don'?t ever|do not ever|please don'?t|please do not|must not|mustn'?t)\b",
-        r"\b(?:i|we) (?:must|have to|need to|can(?:not|'t)|am not allowed to|shouldn'?t)\b",
-        r"\b(?:always|make sure to|be sure to|remember to)\s+\w+",
+        # "I can't eat gluten" is a rule; "I can't wait" / "can't believe" are not.
+        r"\b(?:i|we) (?:must|have to|need to|can(?:not|'t)|am not allowed to|shouldn'?t)\b"
+        r"(?! (?:wait|believe|stop|help|thank|imagine|get over|remember|say|tell|describe|express)\b)",
+        # an instruction: "Always…", "Please always…", "make sure to…" (not "always been fun")
+        r"(?:^|[.!?]\s+)(?:please\s+)?always\s+(?!been\b|was\b|is\b|are\b|had\b|have\b|good\b|great\b|fun\b|there\b)\w+",
+        r"\b(?:make sure to|be sure to|remember to)\s+\w+",
         r"\b(?:i'?m|i am|she'?s|he'?s) (?:allergic|intolerant|vegan|vegetarian|gluten[- ]free|lactose[- ]intolerant)\b",
         r"\ballerg(?:y|ic) to\b",
         r"\b(?:no more than|at most|at least|not more than|up to) \$?\d",
@@ -76,7 +80,8 @@ _EN: dict[str, list[re.Pattern[str]]] = {
     "correction": _any(
         r"^\W*(?:actually|correction|wait,? no|no,? wait|oops|sorry,? (?:i|that))\b",
         r"\b(?:i|what i) meant\b",
-        r"\b(?:i misspoke|let me correct|to correct (?:myself|that)|i was wrong|that'?s (?:not right|wrong|incorrect))\b",
+        r"\b(?:i misspoke|let me correct|to correct (?:myself|that)|i was wrong"
+        r"|that'?s (?:not right|wrong|incorrect))\b",
         r"\bi (?:mean|meant),",
         r"\bnot \w+(?: \w+)?,? but\b",
     ),
@@ -98,7 +103,11 @@ _EN: dict[str, list[re.Pattern[str]]] = {
 
 # An acknowledgement is short and built only from these words (plus punctuation/emoji).
 _ACK_WORDS = frozenset(
-    ["ok", "okay", "k", "kk", "thanks", "thank", "thx", "ty", "you", "so", "much", "a", "lot", "got", "it", "sure", "cool", "great", "nice", "awesome", "sounds", "good", "perfect", "yes", "yeah", "yep", "yup", "no", "worries", "problem", "np", "welcome", "you're", "lol", "haha", "hahaha", "wow", "alright", "right", "bye", "see", "ya", "later", "cheers", "noted", "understood", "will", "do", "fine", "good", "gotcha", "indeed", "oh", "ah", "hmm", "yay", "omg", "love", "it", "that's", "true", "totally", "agreed", "agree"])
+    ["ok", "okay", "k", "kk", "thanks", "thank", "thx", "ty", "you", "so", "much", "a", "lot", "got", "it",
+     "sure", "cool", "great", "nice", "awesome", "sounds", "good", "perfect", "yes", "yeah", "yep", "yup",
+     "no", "worries", "problem", "np", "welcome", "you're", "lol", "haha", "hahaha", "wow", "alright", "right",
+     "bye", "see", "ya", "later", "cheers", "noted", "understood", "will", "do", "fine", "good", "gotcha",
+     "indeed", "oh", "ah", "hmm", "yay", "omg", "love", "it", "that's", "true", "totally", "agreed", "agree"])
 _ACK_MAX_WORDS = 6
 _WORD = re.compile(r"[a-z']+")
 

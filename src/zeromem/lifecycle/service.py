@@ -13,24 +13,28 @@ intent lives in each trace's metadata, so it is part of the source of record and
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..encoders.bundle import NER
-from ..errors import InvalidInput
-from ..indexes.units import UnitDraft, rowid_of, split_sentences, turn_text
+from ..encoders.tokenize import count_budget_tokens
+from ..errors import InvalidInput, StoreError
+from ..indexes.units import UnitDraft, split_sentences, turn_text
 from ..store import validate
 from ..store.dates import utc_key
 from ..types import Scope, Trace
-from .active import ActiveMemory, Candidate, select_active
+from .active import ActiveMemory, Candidate, entry_line, select_active
 from .cards import CARD_KINDS, Card, CardProjector
 from .rules import dialogue_signals
 from .signals import SignalAnalyzer, TraceSignals, entity_count
 from .supersede import StateAssertion, state_assertions, supersession
 from .survival import SurvivalLaw, features
 
+_log = logging.getLogger("zeromem")
 IMPORTANCE, EXPIRES_AT, PINNED, ARCHIVED = "importance", "expires_at", "pinned", "archived"
 # Sentences with these signals are what active memory keeps of a longer trace.
 EXCERPT_SIGNALS = frozenset({"constraint", "preference", "current_state", "correction", "replacement"})
@@ -62,10 +66,17 @@ class Lifecycle:
         self._assertions: dict[tuple[int, int], list[StateAssertion]] = {}
         self._cards: dict[tuple[int, int], list[Card]] = {}
         self._excerpts: dict[tuple[int, int], str] = {}
+        self._active_lock = threading.Lock()
+        self._base: dict[tuple[int, int], _Base] = {}
+        self._base_once: dict[tuple[int, int], _Base] = {}
+        self._known: dict[tuple[str, str], set[tuple[int, int]]] = {}
         self._projector: CardProjector | None = None
         self._lock = threading.Lock()
         self.seconds = 0.0  # time spent computing signals (the lifecycle's cost per write)
         self.analyzed = 0
+
+    def _rowid(self, trace: Trace) -> int:
+        return int(self.store.ids.parse(trace.id))
 
     # -- signals ------------------------------------------------------------------------
     def refresh(self, scope: Scope) -> int:
@@ -79,6 +90,15 @@ class Lifecycle:
         if rows:
             self.store.put_signals(scope, rows)
         return len(rows)
+
+    def _store(self, scope: Scope, rows: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+        """Keep signals computed during a read (a cache: a read-only store does without)."""
+        if rows:
+            try:
+                self.store.put_signals(scope, rows)
+            except StoreError as exc:
+                _log.debug("zeromem: lifecycle signals not stored: %s", exc)
+        return rows
 
     def _analyze(self, scope: Scope, traces: Sequence[Trace]) -> list[tuple[int, int, str]]:
         """Signals of ``traces`` as store rows. A trace whose turn has no stored mentions yet
@@ -95,7 +115,7 @@ class Lifecycle:
             found = self._signal_analyzer().analyze(texts, counts)
         self.seconds += time.perf_counter() - started
         self.analyzed += len(ready)
-        return [(rowid_of(t), t.version, s.to_json()) for t, s in zip(ready, found)]
+        return [(self._rowid(t), t.version, s.to_json()) for t, s in zip(ready, found)]
 
     def _signal_analyzer(self) -> SignalAnalyzer:
         if self._analyzer is None:
@@ -109,51 +129,96 @@ class Lifecycle:
     def active(self, scope: Scope, budget_tokens: int, *, as_of: Any = None, now: Any = None) -> ActiveMemory:
         """The working set of ``scope`` (up to ``as_of`` when given) within the budget."""
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 1:
-            raise InvalidInput(f"budget_tokens must be a whole number ≥ 1, got {budget_tokens!r}")
+            shown = validate.int_text(budget_tokens) if type(budget_tokens) is int else repr(budget_tokens)
+            raise InvalidInput(f"budget_tokens must be a whole number ≥ 1, got {shown}")
+        budget_tokens = min(budget_tokens, validate.MAX_INT)  # more than any scope holds
         cutoff = validate.clean_time(as_of, "as_of")
         clock = validate.clean_time(now, "now") or cutoff or _utc_now()
         limit = utc_key(cutoff) if cutoff else None  # compare instants, not offset-bearing text
-        traces = [t for t in self.store.list(scope) if limit is None or utc_key(_time_of(t)) <= limit]
-        stored = self.store.trace_signals(scope)
-        pending = [t for t in traces if stored.get(rowid_of(t)) is None]
-        fresh = {rowid: blob for rowid, _, blob in self._analyze(scope, pending)} if pending else {}
-        superseded = self._superseded(traces)
-        candidates = []
-        for t in traces:
-            blob = stored.get(rowid_of(t)) or fresh.get(rowid_of(t))
-            signals = TraceSignals.from_json(blob) if blob else _fallback_signals(t)
-            meta = t.metadata or {}
-            importance = meta.get(IMPORTANCE)
-            x = features(density=signals.density, sentiment=signals.sentiment, entities=signals.entities,
-                         tokens=signals.tokens, signals=signals.dialogue, role=t.role,
-                         attachments=len(t.attachments),
-                         importance=float(importance) if isinstance(importance, (int, float))
-                         and _is_unit_number(importance) else None)
-            text = self._excerpt(t)
-            candidates.append(Candidate(
-                t.id, text, t.speaker, t.session, _time_of(t), t.seq, self.law.omega(x),
-                signals.as_dict(), pinned=meta.get(PINNED) is True,
-                excluded=_excluded(t, clock, superseded), excerpt=text != t.text))
-        return select_active(candidates, budget_tokens, self.law)
+        with self._active_lock:  # the cached candidates are filled in place for this call
+            bases = [b for b in self._bases(scope) if limit is None or b.time_key <= limit]
+            superseded = self._superseded([b.trace for b in bases])
+            for b in bases:
+                b.candidate.omega = self._omega(b)
+                b.candidate.excluded = _excluded(b.trace, clock, superseded)
+            return select_active([b.candidate for b in bases], budget_tokens, self.law)
+
+    def _bases(self, scope: Scope) -> list[_Base]:
+        """The scope's traces, in conversation order, with what selection needs of each —
+        kept per (trace, version), so a call after a write reads only the new traces."""
+        order = self.store.trace_versions(scope)
+        self._forget_stale(scope, order)
+        missing = [rowid for rowid, version in order if (rowid, version) not in self._base]
+        if missing:
+            traces = self.store.get_rowids(missing)
+            fetched = [traces[r] for r in missing if r in traces]
+            stored = self.store.trace_signals(scope)
+            pending = [t for t in fetched if stored.get(self._rowid(t)) is None]
+            fresh = {rowid: blob for rowid, _, blob in self._store(scope, self._analyze(scope, pending))}
+            for t in fetched:
+                blob = stored.get(self._rowid(t)) or fresh.get(self._rowid(t))
+                base = self._make_base(t, TraceSignals.from_json(blob) if blob else None)
+                if blob:  # signals without the models are not kept: they come back computed
+                    self._base[(self._rowid(t), t.version)] = base
+                else:
+                    self._base_once[(self._rowid(t), t.version)] = base
+        out = []
+        for key in order:
+            kept = self._base.get(key) or self._base_once.pop(key, None)
+            if kept is not None:
+                out.append(kept)
+        return out
+
+    def _forget_stale(self, scope: Scope, order: list[tuple[int, int]]) -> None:
+        """Drop what the caches hold of deleted traces and replaced versions (their text must
+        not outlive an erasure in this process either)."""
+        current = set(order)
+        known = self._known.get(scope.key, set())
+        for key in known - current:
+            for cache in (self._base, self._base_once, self._excerpts, self._assertions, self._cards):
+                cache.pop(key, None)
+        self._known[scope.key] = current
+
+    def _make_base(self, t: Trace, signals: TraceSignals | None) -> _Base:
+        signals = signals or _fallback_signals(t)
+        meta = t.metadata or {}
+        importance = meta.get(IMPORTANCE)
+        x = features(density=signals.density, sentiment=signals.sentiment, entities=signals.entities,
+                     tokens=signals.tokens, signals=signals.dialogue, role=t.role,
+                     attachments=len(t.attachments),
+                     importance=float(importance) if isinstance(importance, (int, float))
+                     and _is_unit_number(importance) else None)
+        text = self._excerpt(t)
+        candidate = Candidate(t.id, text, t.speaker, t.session, _time_of(t), t.seq, 0.0, signals.as_dict(),
+                              pinned=meta.get(PINNED) is True, excerpt=text != t.text,
+                              tokens=count_budget_tokens(entry_line(t.id, t.speaker, text)))
+        return _Base(t, candidate, x, utc_key(_time_of(t)))
+
+    def _omega(self, base: _Base) -> float:
+        """Ω of a trace under the current law (the law may be swapped, e.g. to tune it)."""
+        if base.law is not self.law:
+            base.law, base.omega = self.law, self.law.omega(base.features)
+        return base.omega
 
     # -- cards --------------------------------------------------------------------------
     def cards(self, scope: Scope, traces: Sequence[Trace], *, kind: str | None = None) -> list[Card]:
         """The cards of ``traces`` (in their order), parsed once per trace version."""
         if kind is not None and kind not in CARD_KINDS:
             raise InvalidInput(f"kind must be one of {', '.join(CARD_KINDS)}, got {kind!r}")
-        todo = [t for t in traces if (rowid_of(t), t.version) not in self._cards]
+        self._forget_stale(scope, self.store.trace_versions(scope))
+        todo = [t for t in traces if (self._rowid(t), t.version) not in self._cards]
         if todo:
             if self._projector is None:
                 self._projector = CardProjector(self._encoders().config.spacy_pipeline)
             for trace, found in zip(todo, self._projector.project(todo)):
-                self._cards[(rowid_of(trace), trace.version)] = found
-        out = [c for t in traces for c in self._cards[(rowid_of(t), t.version)]]
+                self._cards[(self._rowid(trace), trace.version)] = found
+        out = [c for t in traces for c in self._cards[(self._rowid(t), t.version)]]
         return [c for c in out if kind is None or c.kind == kind]
 
     def _excerpt(self, trace: Trace) -> str:
         """The sentences of a longer trace that carry a standing signal, verbatim, joined by
         " … " (its whole text when none or all do): what active memory holds of it."""
-        key = (rowid_of(trace), trace.version)
+        key = (self._rowid(trace), trace.version)
         if key not in self._excerpts:
             parts = split_sentences(trace.text)
             kept = [p for p in parts if dialogue_signals(p) & EXCERPT_SIGNALS] if len(parts) > 1 else []
@@ -164,12 +229,24 @@ class Lifecycle:
         """Trace id → the id of the newer trace that supersedes its state."""
         found: dict[int, list[StateAssertion]] = {}
         for i, t in enumerate(traces):
-            key = (rowid_of(t), t.version)
+            key = (self._rowid(t), t.version)
             if key not in self._assertions:
                 self._assertions[key] = state_assertions(t.text, t.speaker, t.session, t.seq)
             if self._assertions[key]:
                 found[i] = self._assertions[key]
         return {traces[old].id: traces[new].id for old, new in supersession(found, lambda i: (i,)).items()}
+
+
+@dataclass
+class _Base:
+    """What active memory needs of one trace version, computed once."""
+
+    trace: Trace
+    candidate: Candidate
+    features: dict[str, float]
+    time_key: str  # its time as a naive-UTC ISO string (instants compare as text)
+    law: SurvivalLaw | None = None
+    omega: float = 0.0
 
 
 def _excluded(trace: Trace, clock: str, superseded: dict[str, str]) -> str | None:
@@ -221,6 +298,4 @@ def _is_unit_number(value: Any) -> bool:
 
 def _fallback_signals(trace: Trace) -> TraceSignals:
     """Signals without the models (NER down, session not derivable): rules and length only."""
-    from ..encoders.tokenize import count_budget_tokens
-
     return TraceSignals(0.5, 0.0, 0, count_budget_tokens(trace.text), dialogue_signals(trace.text))

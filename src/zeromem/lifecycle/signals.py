@@ -99,7 +99,7 @@ class SignalAnalyzer:
     def _sentiment(self) -> Any:
         if self._vader is None:
             try:
-                from vaderSentiment.vaderSentiment import (  # type: ignore[import-untyped]
+                from vaderSentiment.vaderSentiment import (
                     SentimentIntensityAnalyzer,
                 )
             except ImportError as err:
@@ -109,7 +109,7 @@ class SignalAnalyzer:
 
 
 def _han_density(text: str) -> float:
-    from jieba import posseg  # type: ignore[import-untyped]
+    from jieba import posseg
 
     words = [flag for word, flag in posseg.lcut(text) if word.strip() and not flag.startswith(("x", "w"))]
     content = sum(flag[:1] in ("n", "v", "a") for flag in words)

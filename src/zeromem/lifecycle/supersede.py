@@ -32,13 +32,14 @@ _ATTRIBUTES = ("phone number|number|email address|email|address|car|job title|jo
                "appointment|meeting|password|pin|office|desk|room|size|order|allergy")
 
 _EN_PATTERNS: list[tuple[str | None, re.Pattern[str]]] = [
-    ("residence", re.compile(r"\bI(?:'ve| have)? (?:just |recently |finally )?(?:now )?"
-                             r"(?:live|am living|moved|relocated|am moving|'m moving)\s+(?:back )?(?:in|to)\s+"
+    ("residence", re.compile(r"\bI(?:'ve|'m| have| am)?\s+(?:(?:just|recently|finally|now|currently)\s+)*"
+                             r"(?:live|living|moved|relocated|moving|staying)\s+(?:back\s+)?(?:in|to)\s+"
                              + _NAME)),
     ("employer", re.compile(r"\bI(?:'ve| have)? (?:just |recently |now )?(?:work|started working|got a job|am working)"
                             r"\s+(?:at|for|with)\s+((?:[A-Z][\w&'-]+)(?:\s+[A-Z][\w&'-]+)*)")),
     ("job", re.compile(r"\bI(?:'m| am) (?:now )?(?:a|an) ([a-z]+(?: [a-z]+)?) (?:at|for|now)\b")),
-    ("favorite", re.compile(r"\bmy (?:new )?favou?rite ([a-z]+) (?:is|are|has become|is now) ([\w' -]+)", re.IGNORECASE)),
+    ("favorite", re.compile(r"\bmy (?:new )?favou?rite ([a-z]+) (?:is|are|has become|is now) ([\w' -]+)",
+                            re.IGNORECASE)),
     ("relationship", re.compile(r"\bI(?:'m| am) (?:now )?(single|married|engaged|divorced|dating)\b", re.IGNORECASE)),
     (None, re.compile(r"\bmy (?:new |current )?(" + _ATTRIBUTES + r") (?:is now|is|has changed to|"
                       r"was changed to|was moved to|moved to|changed to) (?:now )?" + _VALUE, re.IGNORECASE)),
@@ -58,7 +59,8 @@ _ZH_PATTERNS: list[tuple[str | None, re.Pattern[str]]] = [
     ("residence", re.compile(r"我(?:现在|目前|已经)?(?:住在|搬到了?|搬去了?)([^\s，。,！!？?；;、]{1,12})")),
     ("employer", re.compile(r"我(?:现在|目前)?在([^\s，。,！!？?；;、]{1,12}?)(?:工作|上班)")),
     ("favorite", re.compile(r"我最喜欢的([^\s，。,！!？?是]{1,6})(?:是|变成了?)([^\s，。,！!？?；;]{1,12})")),
-    (None, re.compile(r"我的(电话|手机号|邮箱|地址|预算|生日|工作|职位|老板|学校|专业|爱好)(?:现在)?(?:是|改成了?|换成了?)"
+    (None, re.compile(r"我的(电话|手机号|邮箱|地址|预算|生日|工作|职位|老板|学校|专业|爱好)"
+                      r"(?:现在)?(?:是|改成了?|换成了?)"
                       r"([^\s，。,！!？?；;]{1,16})")),
 ]
 _ZH_CORRECTIONS = [

@@ -18,13 +18,12 @@ from ..encoders.timexpr import (
     parse_anchor,
     resolve_relative,
 )
+from ..lexicon import ANSWER_FILLER_WORDS
 from ..types import Evidence
 from .profile import answer_type
 
 GROUNDED_SHARE = 0.5
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("a an the and or of in on at to for with by is was were be it she he they her his "
-                  "their i you we my our".split())
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,7 @@ class CalibratedAnswer:
 
 
 def _content(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+    return [w for w in _WORD.findall(text.lower()) if w not in ANSWER_FILLER_WORDS]
 
 
 def _evidence_blob(ev: Evidence) -> str:

@@ -23,12 +23,14 @@ from threadpoolctl import ThreadpoolController
 
 from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, EncoderFailure
+from ..indexes.topk import top_indices
+from ..lexicon import QUESTION_WORDS
 from ..types import Evidence, Provenance
 from ..views.graph import align_entities, normalize_title, query_ngrams
 from ..views.hierarchy import hierarchy_scores
 from .calibrate import no_answer_score, time_compat
 from .closure import closure_candidates
-from .fuse import fuse, normalize_live, top_indices
+from .fuse import fuse, normalize_live
 from .prepared import PreparedScope
 from .profile import QueryProfile, build_profile
 from .route import Route, route
@@ -54,8 +56,21 @@ class SearchResult:
     no_answer_score: float
     timings: dict[str, float] = field(default_factory=dict)
     # What this answer had to do without, e.g. "embedder: <why>; skipped: dense similarity";
-    # empty when every component worked (retrieval/service.py fills it).
+    # empty when every component worked (retrieval/retriever.py fills it).
     degraded: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _TurnViews:
+    """Every turn's scores from the two views (and what an evidence's ``why`` reports)."""
+
+    lifted: dict[str, np.ndarray]  # each level's score lifted onto turns, and "title"
+    hierarchy: np.ndarray  # view 2
+    ppr: np.ndarray  # view 1: PPR mass, normalized
+    refine: np.ndarray  # view 1: share of the query's hard terms found verbatim
+    graph: np.ndarray  # view 1
+    dense_cosine: np.ndarray  # the turn's own cosine to the query
+    nodes: np.ndarray | None  # the turns that were scored (None: all of them)
 
 
 _BLAS = ThreadpoolController()
@@ -72,8 +87,9 @@ class Engine:
                as_of: dt.datetime | None = None, allowed_rowids: set[int] | None = None,
                skip: Collection[str] = (), hidden_rowids: Collection[int] = ()) -> SearchResult:
         """Evidence for ``query`` from ``prep``; ``skip``: channels to do without (``"dense"``,
-        ``"graph"``); ``hidden_rowids``: traces no evidence may come from (expired ones). A failing query embedding raises ``EncoderFailure`` (the caller may
-        search again skipping ``"dense"``)."""
+        ``"graph"``); ``hidden_rowids``: traces no evidence may come from (expired ones). A
+        failing query embedding raises ``EncoderFailure`` (the caller may search again skipping
+        ``"dense"``)."""
         t0 = time.perf_counter()
         qvec = None
         if DENSE not in skip:
@@ -92,18 +108,37 @@ class Engine:
                 k: int, session: str | None, as_of: dt.datetime | None,
                 allowed_rowids: set[int] | None, skip_graph: bool,
                 hidden_rowids: Collection[int] = ()) -> SearchResult:
+        """The pipeline: profile and route the query → score every turn in both views → fuse
+        and calibrate → primary candidates and their closure → select at most ``k`` turns →
+        evidence with provenance, and the no-answer score."""
         cfg = self.config
         profile = build_profile(query, prep.speakers)
         plan = route(profile, cfg.primary_weight, cfg.local_primary_weight)
         qtokens = self.tokenize(query)
-        index = prep.index
-        n = prep.n_turns
         if prep.n_live == 0:
             return SearchResult([], profile, plan, 1.0, _timings(t0, t_enc))
+        budget = max(1, int(k))
+        eligible = _eligible(prep, session, as_of, allowed_rowids, hidden_rowids) & prep.alive
+        views = self._views(prep, query, qvec, qtokens, profile, eligible)
+        score, compat = self._ranking(prep, profile, plan, views, eligible, skip_graph)
+        chosen = self._candidates(prep, score, eligible, budget)
+        ranked, superseded = self._selection(prep, profile, qtokens, chosen, budget, as_of)
+        evidence = [self._evidence(prep, node, value, reason, superseded, {
+            "graph": float(views.graph[node]), "ppr": float(views.ppr[node]),
+            "lexical_refinement": float(views.refine[node]), "hierarchy": float(views.hierarchy[node]),
+            **{f"h_{lvl}": float(v[node]) for lvl, v in views.lifted.items()},
+            "dense_cosine": float(views.dense_cosine[node]), "compatibility": float(compat[node]),
+            "route": plan.primary}) for node, (value, reason) in ranked]
+        no_answer = _no_answer(prep, profile, views, [node for node, _ in ranked[:3]])
+        return SearchResult(evidence, profile, plan, no_answer, _timings(t0, t_enc))
 
-        alive = prep.alive
-        live = index.turns.live()
-        mask = _eligible(prep, session, as_of, allowed_rowids, hidden_rowids) & alive
+    def _views(self, prep: PreparedScope, query: str, qvec: np.ndarray | None, qtokens: list[str],
+               profile: QueryProfile, eligible: np.ndarray) -> _TurnViews:
+        """Every turn scored by view 2 (BM25 + cosine at every level, lifted onto turns by the
+        hierarchy, plus a named episode) and view 1 (PPR from the aligned entities and the
+        best turns, then lexical refinement). Large scopes score their candidate turns only."""
+        cfg = self.config
+        index = prep.index
         title = _title_match(query, prep)
         grams = query_ngrams([w for w in profile.words])
         aligned = align_entities(prep.graph, grams, qvec, index.entity_matrix(), index.entity_names)
@@ -113,23 +148,27 @@ class Engine:
         if prep.n_live > cfg.large_scope_turns:
             scores = score_candidate_turns(prep, qtokens, qvec, aligned, damping=cfg.ppr_damping,
                                            per_source=cfg.large_scope_candidates,
-                                           required=np.flatnonzero(title), eligible=mask,
+                                           required=np.flatnonzero(title), eligible=eligible,
                                            lexical_share=share)
         else:
             scores = score_every_turn(prep, qtokens, qvec, aligned, damping=cfg.ppr_damping,
                                       lexical_share=share)
-        # View 2: the levels lifted onto turns; view 1: PPR from the aligned entities and the
-        # best turns, then lexical refinement.
         lifted = scores.lifted
         lifted["title"] = title
         hier = hierarchy_scores(lifted) + TITLE_WEIGHT * lifted["title"]
-        ppr = normalize_live(scores.ppr, live)
-        raw_dense_turn = scores.dense_cosine
+        ppr = normalize_live(scores.ppr, index.turns.live())
         # Verbatim term checks are string work: spend them only on turns that can still win.
-        shortlist = top_indices(np.where(alive, _settle(np.maximum(hier, ppr)), -1.0), REFINE_SHORTLIST)
+        shortlist = top_indices(np.where(prep.alive, _settle(np.maximum(hier, ppr)), -1.0), REFINE_SHORTLIST)
         refine = _lexical_refinement(query, prep.turn_lower, shortlist)
         graph = (1 - REFINE_SHARE) * ppr + REFINE_SHARE * refine
+        return _TurnViews(lifted, hier, ppr, refine, graph, scores.dense_cosine, scores.nodes)
 
+    def _ranking(self, prep: PreparedScope, profile: QueryProfile, plan: Route, views: _TurnViews,
+                 eligible: np.ndarray, skip_graph: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(each turn's final score, -1 where not eligible; its calibration factor): the views
+        fused with the route's weights, times subject and time compatibility and the
+        question-turn prior."""
+        cfg = self.config
         w_graph, w_hier = plan.weights()
         if not cfg.use_graph:
             w_graph, w_hier = 0.0, 1.0
@@ -137,21 +176,24 @@ class Engine:
             w_graph, w_hier = 1.0, 0.0
         if skip_graph:  # entity mentions are missing for some turns: PPR over them would be skewed
             w_graph, w_hier = 0.0, 1.0
-        fused = fuse({"graph": graph, "hierarchy": hier}, {"graph": w_graph, "hierarchy": w_hier})
-
-        compat = np.ones(n)
+        fused = fuse({"graph": views.graph, "hierarchy": views.hierarchy}, {"graph": w_graph, "hierarchy": w_hier})
+        compat = np.ones(prep.n_turns)
         if cfg.use_calibration:
             # A question about two participants ("What do Joanna and Nate share?") has no
             # single subject whose turns should lead.
             subject = profile.subject if len(profile.mentioned_speakers) < 2 else None
             compat = prep.subject_compat(subject)
-            compat = compat * time_compat(prep.turn_dates, profile.temporal_cues, scores.nodes)
+            compat = compat * time_compat(prep.turn_dates, profile.temporal_cues, views.nodes)
         # A turn that asks rather than states is rarely evidence (DMF's query_like signal): on
         # the shared LoCoMo conversations 13 % of turns ending in "?" are cited, 29 % of others.
         score = fused * compat * np.where(prep.question_like, cfg.question_turn_prior, 1.0)
-        score = np.where(mask, _settle(score), -1.0)
+        return np.where(eligible, _settle(score), -1.0), compat
 
-        budget = max(1, int(k))
+    def _candidates(self, prep: PreparedScope, score: np.ndarray, eligible: np.ndarray,
+                    budget: int) -> dict[int, tuple[float, str]]:
+        """turn → (score, reason): the top-K primary turns, their closure (replies, context
+        turns, graph bridges, episode-title hops) and the next best by score."""
+        cfg = self.config
         primary = [int(i) for i in top_indices(score, min(cfg.top_k_primary, budget)) if score[i] > 0]
         chosen: dict[int, tuple[float, str]] = {i: (float(score[i]), "primary") for i in primary}
         if cfg.use_closure and primary:
@@ -162,14 +204,22 @@ class Engine:
                 next_turn=prep.hier.next_turn.view(), prev_turn=prep.hier.prev_turn.view(),
                 n_live=prep.n_live, neighbours=cfg.closure_neighbours,
                 bridges=cfg.closure_graph_bridges, titled_turns=prep.titled_turns,
-                relevance=normalize_live(np.maximum(score, 0), live),
+                relevance=normalize_live(np.maximum(score, 0), prep.index.turns.live()),
                 name=lambda node: prep.trace(node).id)
             for node, (value, reason) in extra.items():
-                if mask[node]:
+                if eligible[node]:
                     chosen[node] = (value, reason)
         for i in top_indices(score, 3 * budget + len(chosen)):
             if score[i] > 0 and int(i) not in chosen:
                 chosen[int(i)] = (float(score[i]), "ranked")
+        return chosen
+
+    def _selection(self, prep: PreparedScope, profile: QueryProfile, qtokens: list[str],
+                   chosen: dict[int, tuple[float, str]], budget: int, as_of: dt.datetime | None
+                   ) -> tuple[list[tuple[int, tuple[float, str]]], dict[int, int]]:
+        """(at most ``budget`` turns in evidence order, superseded turn → its successor): chosen
+        by score, query-term coverage and session diversity, then the newest state first."""
+        cfg = self.config
         ranked = select_evidence(
             chosen, prep.hier.turn_session, budget,
             diversity=min(AGGREGATE_DIVERSITY, cfg.session_diversity) if profile.aggregation
@@ -178,22 +228,10 @@ class Engine:
             query_weights=query_term_weights(qtokens, prep.term_df, prep.n_live))
         # As of a time, the state is the newest assertion visible then, not the newest today.
         superseded = prep.superseded_by if as_of is None else prep.superseded_within(
-            (prep.turn_time <= as_of.isoformat()) & alive)
+            (prep.turn_time <= as_of.isoformat()) & prep.alive)
         if cfg.use_calibration:
             ranked = _newest_state_first(ranked, superseded)
-
-        evidence = [self._evidence(prep, node, value, reason, superseded, {
-            "graph": float(graph[node]), "ppr": float(ppr[node]), "lexical_refinement": float(refine[node]),
-            "hierarchy": float(hier[node]), **{f"h_{lvl}": float(v[node]) for lvl, v in lifted.items()},
-            "dense_cosine": float(raw_dense_turn[node]), "compatibility": float(compat[node]),
-            "route": plan.primary}) for node, (value, reason) in ranked]
-        top_nodes = [node for node, _ in ranked[:3]]
-        prev_turn, next_turn = prep.hier.prev_turn.view(), prep.hier.next_turn.view()
-        texts = [prep.turn_lower[j] for i in top_nodes
-                 for j in (int(prev_turn[i]), i, int(next_turn[i])) if j >= 0]
-        no_answer = no_answer_score(profile.keywords, texts,
-                                    float(raw_dense_turn[top_nodes[0]]) if top_nodes else 0.0)
-        return SearchResult(evidence, profile, plan, no_answer, _timings(t0, t_enc))
+        return ranked, superseded
 
     def _evidence(self, prep: PreparedScope, node: int, score: float, reason: str,
                   superseded: dict[int, int], why: dict[str, Any]) -> Evidence:
@@ -205,7 +243,17 @@ class Engine:
         return Evidence(text=trace.text, trace_ids=(trace.id,), provenance=(provenance,),
                         score=round(score, 6), level="turn", why={"reason": reason, **why},
                         annotations=notes,
-                        superseded_by=f"t{int(prep.turn_rowid[newer])}" if newer is not None else None)
+                        superseded_by=prep.trace(newer).id if newer is not None else None)
+
+
+def _no_answer(prep: PreparedScope, profile: QueryProfile, views: _TurnViews, top_nodes: list[int]) -> float:
+    """How likely memory holds no answer: the query's keywords against the best three turns
+    and their neighbours, and the best turn's cosine."""
+    prev_turn, next_turn = prep.hier.prev_turn.view(), prep.hier.next_turn.view()
+    texts = [prep.turn_lower[j] for i in top_nodes
+             for j in (int(prev_turn[i]), i, int(next_turn[i])) if j >= 0]
+    return no_answer_score(profile.keywords, texts,
+                           float(views.dense_cosine[top_nodes[0]]) if top_nodes else 0.0)
 
 
 def _settle(scores: np.ndarray) -> np.ndarray:
@@ -252,7 +300,7 @@ def _lexical_refinement(query: str, lowered_texts: list[str], nodes: np.ndarray)
     terms = []
     for m in _HARD_TERM.finditer(query):
         term = next(g for g in m.groups() if g)
-        if term.lower() not in {"what", "when", "where", "who", "how", "which", "did", "does", "is"}:
+        if term.lower() not in QUESTION_WORDS:
             terms.append(term.lower())
     out = np.zeros(len(lowered_texts))
     if not terms:

@@ -71,23 +71,3 @@ def fuse(views: Mapping[str, np.ndarray], weights: Mapping[str, float]) -> np.nd
         size = len(next(iter(views.values()))) if views else 0
         return np.zeros(size)
     return total
-
-
-def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k best scores, best first, ties broken by lower index (deterministic)."""
-    if k <= 0 or scores.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if k * 4 >= scores.size:
-        return np.lexsort((np.arange(scores.size), -scores))[:k]
-    positive = np.flatnonzero(scores > 0)
-    if k <= positive.size < scores.size // 2:
-        # Mostly-zero scores (a large scope scores only its candidates): the k best are all
-        # positive, and the positives keep index order, so selecting among them is the same.
-        return positive[top_indices(scores[positive], k)]
-    # Partial selection (O(n)); ties at the cut are settled by index, so the result equals
-    # the full sort's prefix.
-    cut = np.partition(scores, scores.size - k)[scores.size - k]
-    above = np.flatnonzero(scores > cut)
-    equal = np.flatnonzero(scores == cut)[: k - above.size]
-    chosen = np.concatenate([above, equal])
-    return chosen[np.lexsort((chosen, -scores[chosen]))]

@@ -13,12 +13,12 @@ from ..encoders.timexpr import TimeSpan, parse_anchor, resolve_relative
 from ..indexes.growable import Growable
 from ..indexes.ragged import Ragged
 from ..indexes.scope_index import Change, ScopeIndex
+from ..lifecycle.supersede import StateAssertion, restrict, state_assertions, supersession
 from ..store.base import TraceRows
 from ..store.dates import utc_key
 from ..types import Scope, Trace
 from ..views.graph import EntityGraph, normalize_title
 from ..views.hierarchy import Hierarchy
-from ..lifecycle.supersede import StateAssertion, restrict, state_assertions, supersession
 from .calibrate import subject_compat
 
 DISAMBIGUATED_TITLE = 0.5
@@ -141,7 +141,8 @@ class PreparedScope:
         self.turn_terms.forget(change.turns_killed + change.turns_set)
         for slot in change.turns_set:
             trace = index.trace_of_slot(slot)
-            self._set_trace(slot, trace)
+            rowid = int(index.turns.rowids[slot][0])
+            self._set_trace(slot, rowid, trace)
             anchor = parse_anchor(trace.event_time or trace.session_time)
             ranges = [(anchor, anchor)] if anchor else []
             spans = resolve_relative(trace.text, anchor)
@@ -152,12 +153,12 @@ class PreparedScope:
             found = state_assertions(trace.text, trace.speaker, trace.session, trace.seq)
             if found:
                 self._assertions[slot] = found
-                self._order[slot] = _order_key(trace)
+                self._order[slot] = _order_key(trace, rowid)
         self._after_update(change)
 
-    def _set_trace(self, slot: int, trace: Trace) -> None:
-        self._set_fields(slot, int(trace.id[1:]), (trace.text, trace.attachments, trace.speaker, trace.session,
-                                                    trace.event_time, trace.session_time, trace.recorded_at))
+    def _set_trace(self, slot: int, rowid: int, trace: Trace) -> None:
+        self._set_fields(slot, rowid, (trace.text, trace.attachments, trace.speaker, trace.session,
+                                       trace.event_time, trace.session_time, trace.recorded_at))
 
     def _set_fields(self, slot: int, rowid: int, fields: tuple) -> None:
         """The per-turn facts that are read straight off the trace."""
@@ -282,7 +283,7 @@ class PreparedScope:
                             for slot, spans in facts["annotations"].items()}
         prep._assertions = {int(slot): [StateAssertion(*a) for a in found]
                             for slot, found in facts["assertions"].items()}
-        prep._order = {slot: _order_key(trace) for slot in prep._assertions
+        prep._order = {slot: _order_key(trace, int(firsts[slot][0])) for slot in prep._assertions
                        if (trace := index.traces[slot]) is not None}
         prep.hier = Hierarchy.from_state(index, {k[5:]: v for k, v in arrays.items() if k.startswith("hier.")})
         prep.graph = EntityGraph.from_state({k[6:]: v for k, v in arrays.items() if k.startswith("graph.")},
@@ -326,9 +327,9 @@ class _TermCounts:
         return self._index.turns.lexical.document_frequency(token) or default
 
 
-def _order_key(trace: Trace) -> tuple:
-    """Which of two state assertions is newer: time, then order in the session, then id."""
-    return (trace.event_time or trace.session_time or trace.recorded_at, trace.seq, int(trace.id[1:]))
+def _order_key(trace: Trace, rowid: int) -> tuple:
+    """Which of two state assertions is newer: time, then order in the session, then row number."""
+    return (trace.event_time or trace.session_time or trace.recorded_at, trace.seq, rowid)
 
 
 @lru_cache(maxsize=65536)

@@ -7,10 +7,11 @@ regular-expression and lookup work: microseconds, no model.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ..encoders.timexpr import TimeSpan, parse_absolute
+from ..lexicon import QUESTION_LEAD_WORDS, STOPWORDS
 
 _WORD = re.compile(r"[\w][\w'’-]*", re.UNICODE)
 _YES_NO = re.compile(r"^(is|are|was|were|do|does|did|has|have|had|can|could|would|will|should)\b", re.I)
@@ -49,8 +50,6 @@ class QueryProfile:
 
 _NAME = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|and|de|la|van|von|&)?\s*[A-Z0-9][\w'’.-]*)*")
 _BRIDGE = re.compile(r"\b(?:the|a|an)\s+(?:\w+\s+){0,3}?(?:who|whom|whose|that|which|where)\b", re.I)
-_QUESTION_WORDS = frozenset("what when where who whom whose which why how is are was were do does did "
-                            "has have had can could would will should in on at the a an".split())
 
 
 def query_names(query: str, speakers: Iterable[str]) -> list[str]:
@@ -59,7 +58,7 @@ def query_names(query: str, speakers: Iterable[str]) -> list[str]:
     names = []
     for m in _NAME.finditer(query):
         words = m.group(0).split()
-        while words and words[0].lower() in _QUESTION_WORDS:
+        while words and words[0].lower() in QUESTION_LEAD_WORDS:
             words = words[1:]
         name = " ".join(words).strip(" ?.,'’")
         if name.endswith("'s") or name.endswith("’s"):
@@ -92,11 +91,6 @@ def answer_type(query: str) -> str:
     return "description"
 
 
-_STOP = frozenset("""a an the of to in on at for from by with about as and or but is are was were be been being
-do does did has have had what which who whom whose when where why how that this these those it its
-his her their them they he she you your i me my we our us can could would will should shall may might
-must not no yes any some there here than then so if into out up down over under again very just
-""".split())
 
 
 def build_profile(query: str, speakers: Iterable[str]) -> QueryProfile:
@@ -109,13 +103,14 @@ def build_profile(query: str, speakers: Iterable[str]) -> QueryProfile:
         name = known.get(w) or first_names.get(w)
         if name and name not in mentioned:
             mentioned.append(name)
-    keywords = [w for w in words if w not in _STOP and w.lower() not in known and w not in first_names]
+    keywords = [w for w in words if w not in STOPWORDS and w.lower() not in known and w not in first_names]
     asks_time = bool(_TEMPORAL_WORDS.search(query))
     boundary = _BOUNDARY.search(query)
     return QueryProfile(
         text=query, words=words, subject=mentioned[0] if mentioned else None,
         mentioned_speakers=mentioned, answer_type=answer_type(query),
         temporal_cues=parse_absolute(query), asks_time=asks_time,
-        aggregation=bool(_AGGREGATE.search(query) or _PLURAL_CATEGORY.search(query.strip())), boundary=boundary.group(0) if boundary else None,
+        aggregation=bool(_AGGREGATE.search(query) or _PLURAL_CATEGORY.search(query.strip())),
+        boundary=boundary.group(0) if boundary else None,
         keywords=keywords, names=query_names(query, speakers),
         bridge=bool(_BRIDGE.search(query)))

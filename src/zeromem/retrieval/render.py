@@ -34,7 +34,12 @@ def _line(ev: Evidence) -> str:
 
 def render(evidence: list[Evidence], *, budget_tokens: int | None = None,
            captions: dict[str, tuple[str, ...]] | None = None) -> RenderedContext:
-    """Chronological grouping by session; evidence is admitted best-first until the budget."""
+    """Chronological grouping by session; evidence is admitted best-first until the budget.
+
+    The block never holds more than ``budget_tokens`` tokens: admission estimates each item's
+    cost (its line plus 12 for its id and a share of a session header); when image captions
+    or headers make the block cost more, the lowest-ranked items leave until it fits.
+    """
     captions = captions or {}
     admitted: list[Evidence] = []
     used = 0
@@ -44,6 +49,21 @@ def render(evidence: list[Evidence], *, budget_tokens: int | None = None,
             continue
         admitted.append(ev)
         used += cost
+    block = _block(admitted, captions)
+    while budget_tokens is not None and admitted and count_tokens(block) > budget_tokens:
+        admitted.pop()  # admitted holds the evidence best first: the last is the weakest
+        block = _block(admitted, captions)
+    return RenderedContext(block, tuple(admitted), count_tokens(block))
+
+
+def _text(ev: Evidence, captions: dict[str, tuple[str, ...]]) -> str:
+    text = _line(ev)
+    for caption in captions.get(ev.trace_ids[0], ()):
+        text += f" [image: {caption}]"
+    return text
+
+
+def _block(admitted: list[Evidence], captions: dict[str, tuple[str, ...]]) -> str:
     ordered = sorted(admitted, key=lambda e: (e.time or "", e.session or "", e.provenance[0].seq))
     lines: list[str] = []
     current = None
@@ -53,9 +73,5 @@ def render(evidence: list[Evidence], *, budget_tokens: int | None = None,
             when = ev.time.replace("T", " ")[:16] if ev.time else "undated"
             lines.append(f"--- {ev.session or 'no session'} ({when}) ---")
             current = header
-        text = _line(ev)
-        for caption in captions.get(ev.trace_ids[0], ()):
-            text += f" [image: {caption}]"
-        lines.append(f"[{ev.trace_ids[0]}] {text}")
-    block = "\n".join(lines)
-    return RenderedContext(block, tuple(admitted), count_tokens(block))
+        lines.append(f"[{ev.trace_ids[0]}] {_text(ev, captions)}")
+    return "\n".join(lines)

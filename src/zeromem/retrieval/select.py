@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from typing import Protocol, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
+import numpy as np
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -32,7 +35,6 @@ class CountLookup(Protocol):
 
     def get(self, term: str, default: int = 0, /) -> int: ...
 
-import numpy as np
 
 
 def select_evidence(candidates: dict[int, tuple[float, str]], session: np.ndarray, budget: int, *,

@@ -27,10 +27,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..indexes.topk import top_indices
 from ..indexes.units import LEVELS
 from ..views.graph import graph_scores
 from ..views.hierarchy import lift_onto, lift_to_turns
-from .fuse import floor_of, normalize_live, rescale, top_indices
+from .fuse import floor_of, normalize_live, rescale
 from .prepared import PreparedScope
 
 LEXICAL_SHARE = 0.5  # within a level: BM25 vs dense
@@ -72,7 +73,8 @@ def score_every_turn(prep: PreparedScope, qtokens: list[str], qvec: np.ndarray |
                else np.zeros(units.size, dtype=np.float32))
         if level == "turn":
             dense_cosine = np.where(units.alive.view(), cos, 0.0)
-        level_scores[level] = lexical_share * normalize_live(lex, live) + (1 - lexical_share) * normalize_live(cos, live)
+        level_scores[level] = (lexical_share * normalize_live(lex, live)
+                               + (1 - lexical_share) * normalize_live(cos, live))
     turn_level = level_scores["turn"]
     ppr = graph_scores(prep.graph, aligned, _seeds(np.arange(len(turn_level)), turn_level),
                        damping=damping)

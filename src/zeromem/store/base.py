@@ -4,8 +4,9 @@
 embedded SQLite file today; a server database later). It is backend independent by contract:
 
 * every write is atomic: it lands whole or not at all, and a failed write changes nothing;
-* ids are ``"t<n>"`` strings, never reused, and a scope never sees or touches another scope's
-  traces (an id from another scope is ``NotFound``);
+* ids are opaque strings (``"t4k2x9q7m"``: a keyed permutation of the internal row number,
+  store/ids.py), never reused, and a scope never sees or touches another scope's traces (an id
+  from another scope is ``NotFound``);
 * errors are ``InvalidInput`` (bad arguments, nothing changed), ``NotFound`` (no such trace in
   this scope) or ``StoreError`` (the backend could not complete the operation).
 
@@ -31,12 +32,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from ..errors import InvalidInput, NotFound
+from ..errors import InvalidInput, StoreError
 from ..types import HistoryEvent, Scope, Trace
 from . import validate
+from .ids import ID_KEY, TraceIdCodec
 from .keys import ApiKey
-
-_ID_RE = re.compile(r"^t(\d{1,18})$")
 
 # How long a write waits for another connection's write lock before it fails with StoreError
 # (Config.lock_timeout_s): long enough for any single zeromem write, short enough that a
@@ -146,21 +146,6 @@ class CleanDraft:
     attachments: tuple[str, ...] = ()
 
 
-def trace_id(rowid: int) -> str:
-    """The public id of the trace with internal row number ``rowid`` (``42`` → ``'t42'``)."""
-    return f"t{rowid}"
-
-
-def parse_trace_id(value: Any) -> int:
-    """The row number in a public id; InvalidInput for a non-string, NotFound for a bad shape."""
-    if not isinstance(value, str):
-        raise InvalidInput(f"a trace id is a string like 't42', got {type(value).__name__}")
-    match = _ID_RE.match(value.strip())
-    if not match:
-        raise NotFound(f"no trace with id {value!r}: ids look like 't42' (see `zeromem list`)")
-    return int(match.group(1))
-
-
 def scope_key(scope: Any) -> tuple[str, str]:
     """``(user, agent)`` as stored (None → ``""``), after checking both parts can be stored."""
     if not isinstance(scope, Scope):
@@ -180,12 +165,14 @@ class TraceStoreBase(ABC):
     """The source of record: verbatim traces, their history, scope versions, per-file facts.
 
     Attributes every backend sets: ``path`` (where the data lives, shown to users: a file
-    path, ``":memory:"``, or a URL without its password) and ``max_text_chars`` (the longest
-    text ``clean`` accepts).
+    path, ``":memory:"``, or a URL without its password), ``max_text_chars`` (the longest
+    text ``clean`` accepts) and ``ids`` (the store's trace id codec: every conversion between a
+    trace's row number and its public id goes through ``ids.format`` / ``ids.parse``).
     """
 
     path: str
     max_text_chars: int
+    ids: TraceIdCodec
 
     # -- checks (shared by every backend) ------------------------------------------------
     def clean(self, draft: TraceDraft) -> CleanDraft:
@@ -414,7 +401,8 @@ def clean_list_filters(metadata: Any, limit: Any, offset: Any) -> dict[str, Any]
             continue
         if (isinstance(number, bool) or not isinstance(number, int) or number < 0
                 or number > validate.MAX_INT):
-            raise InvalidInput(f"{name} must be a non-negative int below 2**63, got {number!r}")
+            shown = validate.int_text(number) if type(number) is int else repr(number)
+            raise InvalidInput(f"{name} must be a non-negative int below 2**63, got {shown}")
     return filters
 
 
@@ -424,6 +412,25 @@ def check_meta_key(key: Any) -> str:
         raise InvalidInput(f"a store_meta key is a non-empty string, got {key!r}")
     validate.check_unicode(key, "store_meta key")
     return key
+
+
+def check_meta_write(key: Any) -> str:
+    """A ``store_meta`` key that may be written or removed: any but the trace id key, which is
+    made once with the store (changing it would change every id)."""
+    key = check_meta_key(key)
+    if key == ID_KEY:
+        raise InvalidInput(f"store_meta key {ID_KEY!r} is the store's trace id key: it cannot be "
+                           "changed or removed (every trace id depends on it)")
+    return key
+
+
+def id_codec(key_hex: str | None, path: str) -> TraceIdCodec:
+    """The trace id codec of the store at ``path`` from its ``store_meta`` key (StoreError if
+    the store has none: its schema migration makes one)."""
+    if key_hex is None:
+        raise StoreError(f"{path} has no trace id key ({ID_KEY} in store_meta): the store is "
+                         "damaged; restore it from a backup")
+    return TraceIdCodec(key_hex)
 
 
 def check_meta_value(value: Any) -> str:
@@ -542,6 +549,11 @@ class DerivedStoreBase(ABC):
         current version, or None when they still have to be computed."""
 
     @abstractmethod
+    def trace_versions(self, scope: Scope) -> list[tuple[int, int]]:
+        """(rowid, version) of every trace of the scope, in ``list`` order: what changed since
+        a cached copy, without reading the texts."""
+
+    @abstractmethod
     def expiring(self, scope: Scope) -> dict[int, Any]:
         """rowid → metadata ``expires_at`` of the scope's traces that carry one (the memory
         lifecycle's TTL; few traces have one, so this is a filtered scan)."""
@@ -553,7 +565,7 @@ class DerivedStoreBase(ABC):
     @abstractmethod
     def read_changes(self, scope: Scope, since: int, known_entities: set[str]) -> dict:
         """In one read transaction, what an in-memory index at version ``since`` lacks:
-        ``version``, ``full`` (rebuild from scratch), ``sessions``, their ``traces`` (Trace),
+        ``version``, ``full`` (rebuild from scratch), ``sessions``, their ``traces`` ((rowid, Trace)),
         ``units`` rows (id, session, level, position, text, text_hash, rowids JSON, vector),
         ``mentions`` rows (unit id, entity, label, surface, count), and the vectors of
         mentioned ``entities`` not in ``known_entities``."""

@@ -28,6 +28,8 @@ import functools
 import re
 import zoneinfo
 
+from ..lexicon import MONTHS, WEEKDAYS
+
 ACCEPTED = ("use ISO 8601 (2023-05-08, 2023-05-08T13:56:00, 2023-05-08T13:56:00-07:00) or a date "
             "with its year written out ('8 May 2023', 'May 8, 2023', '1:56 pm on 8 May, 2023', "
             "'8 May 2023 13:56'), optionally followed by a time zone (UTC, PDT, CET, +02:00, or an "
@@ -45,14 +47,6 @@ ZONES: dict[str, dt.timedelta] = {name: dt.timedelta(hours=hours) for name, hour
     "AEST": 10, "AEDT": 11, "NZST": 12, "NZDT": 13,
 }.items()}
 
-_MONTHS = {name: number for number, names in enumerate((
-    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
-    ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
-    ("october", "oct"), ("november", "nov"), ("december", "dec")), start=1) for name in names}
-_WEEKDAYS = {name: number for number, names in enumerate((
-    ("monday", "mon"), ("tuesday", "tue", "tues"), ("wednesday", "wed"),
-    ("thursday", "thu", "thur", "thurs"), ("friday", "fri"), ("saturday", "sat"),
-    ("sunday", "sun"))) for name in names}
 
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ].*)?$|^\d{8}(?:T.*)?$", re.IGNORECASE)
 _ISO_YEAR = re.compile(r"^(\d{4})(?:-(\d{2}))?$")
@@ -168,7 +162,7 @@ def _parse_words(text: str) -> dt.datetime:
 
 def _from_match(match: re.Match[str]) -> dt.datetime:
     parts = match.groupdict()
-    month = _MONTHS.get(parts["mon"])
+    month = MONTHS.get(parts["mon"])
     if month is None:
         raise DateError(f"{parts['mon']!r} is not a month name")
     day = int(parts.get("d") or 1)
@@ -176,7 +170,7 @@ def _from_match(match: re.Match[str]) -> dt.datetime:
     stamp = _make(int(parts["y"]), month, day, hour, minute, second)
     weekday = parts.get("wd")
     if weekday is not None:
-        number = _WEEKDAYS.get(weekday)
+        number = WEEKDAYS.get(weekday)
         if number is None:
             raise DateError(f"{weekday!r} is not a day of the week")
         if number != stamp.weekday():

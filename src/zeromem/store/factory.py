@@ -26,12 +26,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 from ..errors import InvalidInput, StoreError
 from . import validate
 from .base import DEFAULT_LOCK_TIMEOUT_S, StoreBase, check_flag, check_lock_timeout
 from .sqlite import SQLiteStore
+from .urls import redact_url
+
+__all__ = ["open_store", "redact_url"]
 
 _URL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 SUPPORTED_FORMS = ("a file path such as ~/.zeromem/memory.db", "':memory:'",
@@ -79,6 +82,8 @@ def open_store(target: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX
 
 
 def _sqlite(path: str | Path, options: _Options) -> StoreBase:
+    if "\x00" in str(path):  # also from a sqlite URL's %00; SQLite itself raises ValueError
+        raise InvalidInput("the store path contains a NUL character: no file can be named so")
     return SQLiteStore(path, max_text_chars=options.max_text_chars,
                        lock_timeout_s=options.lock_timeout_s, read_only=options.read_only)
 
@@ -115,20 +120,6 @@ def _open_postgres(url: str, options: _Options) -> StoreBase:
                          "pip install 'psycopg[binary]' psycopg-pool") from None
     return PostgresStore(url, max_text_chars=options.max_text_chars, timeout_s=options.timeout_s,
                          lock_timeout_s=options.lock_timeout_s)
-
-
-def redact_url(url: str) -> str:
-    """``url`` without its password (in the user part or a ``password=`` parameter): what
-    ``path``, error messages and benchmark reports show."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        netloc = f"{userinfo}@{host}"
-    query = re.sub(r"(^|&)(password=)[^&]*", r"\1\2***", parts.query)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 # scheme → opener. A new backend is one entry here (and its module).

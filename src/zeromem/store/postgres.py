@@ -60,16 +60,16 @@ from .base import (
     check_lock_timeout,
     check_meta_key,
     check_meta_value,
+    check_meta_write,
     clean_list_filters,
+    id_codec,
     make_receipt,
     not_found_message,
-    parse_trace_id,
     scope_key,
     scope_meta_suffix,
-    trace_id,
 )
 from .dates import utc_key
-from .factory import redact_url
+from .ids import ID_KEY, TraceIdCodec
 from .keys import ApiKey, check_key_id
 from .postgres_schema import migrate
 from .sqlite import (
@@ -80,6 +80,7 @@ from .sqlite import (
     _row_to_trace,
     _session_name,
 )
+from .urls import redact_url
 
 __all__ = ["PostgresStore", "redact_url"]
 
@@ -125,6 +126,8 @@ class PostgresStore(StoreBase):
         try:
             migrate(first)
             self._vector_oid = int(_one(first.execute("SELECT 'vector'::regtype::oid"))[0])
+            key = first.execute("SELECT value FROM store_meta WHERE key = %s", (ID_KEY,)).fetchone()
+            self.ids = id_codec(key[0] if key else None, self.path)
         except StoreError:
             raise
         except pg_errors.InsufficientPrivilege as exc:
@@ -262,6 +265,12 @@ class PostgresStore(StoreBase):
         key = self._scope(scope)
         return self._snapshot(lambda conn: pgd.trace_signals(conn, key))
 
+    def trace_versions(self, scope: Scope) -> builtins.list[tuple[int, int]]:
+        rows = self._read("SELECT rowid_, version FROM traces WHERE scope_key = %s"
+                          " ORDER BY session_time IS NULL, session_time, session, seq, rowid_",
+                          [self._scope(scope)])
+        return [(int(r), int(v)) for r, v in rows]
+
     def expiring(self, scope: Scope) -> dict[int, Any]:
         key = self._scope(scope)
         return self._snapshot(lambda conn: pgd.expiring(conn, key))
@@ -275,7 +284,7 @@ class PostgresStore(StoreBase):
         transaction (one consistent version of the scope); see ``derived.read_changes``."""
         key = self._scope(scope)
         out = self._snapshot(lambda conn: pgd.read_changes(conn, key, since, known_entities, _COLUMNS))
-        out["traces"] = [_row_to_trace(row) for row in out["traces"]]
+        out["traces"] = [(row[0], _row_to_trace(row, self.ids)) for row in out["traces"]]
         return out
 
     def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes],
@@ -324,7 +333,8 @@ class PostgresStore(StoreBase):
         if got is None:
             return None
         head, parts, rows = got
-        traces = TraceRows({row[0]: row for row in rows}, _row_to_trace, _row_fields)
+        ids = self.ids
+        traces = TraceRows({row[0]: row for row in rows}, lambda row: _row_to_trace(row, ids), _row_fields)
         return int(head[0]), bytes(head[1]).decode("utf-8"), parts, traces
 
     def snapshot_version(self, scope: Scope, format: int = 1) -> int | None:
@@ -352,7 +362,7 @@ class PostgresStore(StoreBase):
             # Lock every touched scope first, in one order: no two batches deadlock.
             for key in sorted({key for drafts, key, *_ in keyed if drafts}):
                 pgd.lock_scope(conn, key)
-            return [_insert(conn, drafts, key, user, agent, now) for drafts, key, user, agent in keyed]
+            return [_insert(conn, drafts, key, user, agent, now, self.ids) for drafts, key, user, agent in keyed]
 
         return self._write(body)
 
@@ -366,7 +376,7 @@ class PostgresStore(StoreBase):
         _no_nul(new_text, "text")
         new_meta = validate.clean_metadata(metadata) if metadata is not None else None
         keep = check_flag(keep_history, "keep_history")
-        rowid = parse_trace_id(tid)
+        rowid = self.ids.parse(tid)
         key = self._scope(scope)
 
         def body(conn: psycopg.Connection) -> None:
@@ -394,7 +404,7 @@ class PostgresStore(StoreBase):
     def delete(self, tid: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
         """Remove a trace and erase its text from every table (see the base and the module
         docstring: dead tuples stay until VACUUM); ``keep_history=True`` keeps it in history."""
-        rowid = parse_trace_id(tid)
+        rowid = self.ids.parse(tid)
         keep = check_flag(keep_history, "keep_history")
         key = self._scope(scope)
 
@@ -433,7 +443,7 @@ class PostgresStore(StoreBase):
             return rowids, counts
 
         rowids, counts = self._write(body)
-        return _receipt("session", [trace_id(r) for r in rowids], counts, erased=not keep)
+        return _receipt("session", [self.ids.format(r) for r in rowids], counts, erased=not keep)
 
     def delete_scope(self, scope: Scope) -> DeleteReceipt:
         """Remove every trace, history event, derived row and per-scope fact (the embedder
@@ -455,7 +465,7 @@ class PostgresStore(StoreBase):
             return rowids, counts
 
         rowids, counts = self._write(body)
-        return _receipt("scope", [trace_id(r) for r in rowids], counts, erased=True)
+        return _receipt("scope", [self.ids.format(r) for r in rowids], counts, erased=True)
 
     # -- bulk load (zeromem migrate; store/transfer.py) ------------------------------------
     def bulk_load(self, traces: Sequence[tuple], history: Sequence[tuple], api_keys: Sequence[tuple],
@@ -466,15 +476,19 @@ class PostgresStore(StoreBase):
         event_time, recorded_at, source_id, metadata JSON, attachments JSON, version,
         has_session); ``history``: (trace rowid, user, agent, event, at, old_text, new_text,
         old_metadata, new_metadata), oldest first; ``api_keys``: (key_id, key_hash, user,
-        agent, label, created_at, revoked_at); ``meta``: (key, value). New ids continue after
-        ``last_id``. Every session is marked dirty (derived at the next index or search).
-        InvalidInput if this store holds traces, history or keys already, or a text holds NUL.
+        agent, label, created_at, revoked_at); ``meta``: (key, value), with the source's trace
+        id key (``ids.ID_KEY``), which replaces this store's, so every id stays what it was. New
+        row numbers continue after ``last_id``. Every session is marked dirty (derived at the
+        next index or search). InvalidInput if this store holds traces, history or keys already,
+        or a text holds NUL.
         """
+        carried = dict(meta).get(ID_KEY)
+        codec = id_codec(carried, self.path) if carried is not None else self.ids
         for row in traces:
             for value in row[3:14]:
                 if isinstance(value, str) and "\x00" in value:
-                    raise InvalidInput(f"trace t{row[0]} contains a NUL character (\\x00), which "
-                                       "PostgreSQL cannot store: fix it in the source first")
+                    raise InvalidInput(f"trace {codec.format(row[0])} contains a NUL character (\\x00), "
+                                       "which PostgreSQL cannot store: fix it in the source first")
         keys = {(row[1], row[2]): self._scope(Scope(row[1] or None, row[2] or None))
                 for row in (*traces, *history)}
 
@@ -510,6 +524,7 @@ class PostgresStore(StoreBase):
                                 " ON CONFLICT (key) DO UPDATE SET value = excluded.value", list(meta))
 
         self._write(body)
+        self.ids = codec
 
     # -- per-database facts -----------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -536,26 +551,26 @@ class PostgresStore(StoreBase):
         return self._write(body)
 
     def delete_meta(self, key: str) -> bool:
-        key = check_meta_key(key)
+        key = check_meta_write(key)
         _no_nul(key, "store_meta key")
         return self._write(lambda conn: conn.execute(
             "DELETE FROM store_meta WHERE key = %s", (key,)).rowcount > 0)
 
     @staticmethod
     def _meta_args(key: str, value: str) -> tuple[str, str]:
-        key, value = check_meta_key(key), check_meta_value(value)
+        key, value = check_meta_write(key), check_meta_value(value)
         _no_nul(key, "store_meta key")
         _no_nul(value, "store_meta value")
         return key, value
 
     # -- reads --------------------------------------------------------------------------
     def get(self, tid: str, scope: Scope) -> Trace:
-        rowid = parse_trace_id(tid)
+        rowid = self.ids.parse(tid)
         rows = self._read(f"SELECT {_COLUMNS} FROM traces WHERE scope_key = %s AND rowid_ = %s",
                           (self._scope(scope), rowid))
         if not rows:
             raise NotFound(not_found_message(tid, scope))
-        return _row_to_trace(rows[0])
+        return _row_to_trace(rows[0], self.ids)
 
     def get_rowids(self, rowids: Sequence[int]) -> dict[int, Trace]:
         ids = [int(r) for r in rowids if validate.MIN_INT <= int(r) <= validate.MAX_INT]
@@ -563,7 +578,7 @@ class PostgresStore(StoreBase):
             return {}
         rows = self._read(f"{ALL_SCOPES}SELECT {_COLUMNS} FROM traces WHERE rowid_ = ANY(%s::bigint[])",
                           (ids,))
-        return {int(row[0]): _row_to_trace(row) for row in rows}
+        return {int(row[0]): _row_to_trace(row, self.ids) for row in rows}
 
     def list(self, scope: Scope, *, session: str | None = None, since: Any = None,
              until: Any = None, metadata: dict[str, Any] | None = None,
@@ -591,10 +606,10 @@ class PostgresStore(StoreBase):
             sql += f" LIMIT {int(limit)}"
         if offset:
             sql += f" OFFSET {int(offset)}"
-        return [_row_to_trace(row) for row in self._read(sql, params)]
+        return [_row_to_trace(row, self.ids) for row in self._read(sql, params)]
 
     def history(self, tid: str, scope: Scope) -> builtins.list[HistoryEvent]:
-        rowid = parse_trace_id(tid)
+        rowid = self.ids.parse(tid)
         rows = self._read(
             "SELECT event, at, old_text, new_text, old_metadata, new_metadata FROM trace_history"
             " WHERE scope_key = %s AND trace_rowid = %s ORDER BY id", (self._scope(scope), rowid))
@@ -771,7 +786,7 @@ def _receipt(kind: str, trace_ids: Sequence[str], counts: Counter[str], *, erase
 
 
 def _insert(conn: psycopg.Connection, drafts: Sequence[CleanDraft], key: str, user: str, agent: str,
-            now: str) -> builtins.list[str]:
+            now: str, codec: TraceIdCodec) -> builtins.list[str]:
     """Insert checked drafts into one scope (inside the caller's transaction); their ids."""
     if not drafts:
         return []
@@ -813,7 +828,7 @@ def _insert(conn: psycopg.Connection, drafts: Sequence[CleanDraft], key: str, us
         for row in history:
             copy.write_row(row)
     pgd.mark_dirty(conn, key, sorted({d.session for d in drafts}))
-    return [trace_id(rowid) for rowid in ids]
+    return [codec.format(rowid) for rowid in ids]
 
 
 def _load(value: str | None) -> Any:

@@ -156,6 +156,14 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (scope_key, trace_rowid)
     )
     """,
+    # v3: opaque trace ids (store/ids.py): the store's secret key of the permutation that turns
+    # a trace's row number into its public id (two random UUIDs: 244 bits from the server's
+    # strong random source). `zeromem migrate` replaces it with the SQLite store's key.
+    """
+    INSERT INTO store_meta (key, value)
+        VALUES ('trace_id_key', replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''))
+        ON CONFLICT (key) DO NOTHING
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

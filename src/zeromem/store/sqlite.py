@@ -46,19 +46,20 @@ from .base import (
     check_lock_timeout,
     check_meta_key,
     check_meta_value,
+    check_meta_write,
     clean_list_filters,
+    id_codec,
     make_receipt,
     not_found_message,
-    parse_trace_id,
     scope_key,
     scope_meta_suffix,
-    trace_id,
 )
 from .derived import bump_version, purge_units_of_trace, read_changes
+from .ids import ID_KEY, TraceIdCodec
 from .keys import ApiKey, check_key_id
 from .schema import SCHEMA_VERSION, migrate
 
-__all__ = ["SQLiteStore", "TraceDraft", "TraceStore", "TraceStoreBase", "parse_trace_id", "trace_id"]
+__all__ = ["SQLiteStore", "TraceDraft", "TraceStore", "TraceStoreBase"]
 
 # Between two attempts at the write lock when SQLite returned "busy" without waiting (it does
 # not call its busy handler in every case); the deadline is lock_timeout_s all the same.
@@ -115,6 +116,12 @@ class SQLiteStore(StoreBase):
             self.conn = self._open_writable()
         self._lock = threading.RLock()
         self._closed = False
+        try:
+            key = self.read("SELECT value FROM store_meta WHERE key=?", (ID_KEY,))
+            self.ids = id_codec(key[0][0] if key else None, self.path)
+        except StoreError:
+            self.conn.close()
+            raise
 
     def _open_writable(self) -> sqlite3.Connection:
         if self.path != ":memory:":
@@ -320,6 +327,11 @@ class SQLiteStore(StoreBase):
             self._check_open()
             return derived.trace_signals(self.conn, user, agent)
 
+    def trace_versions(self, scope: Scope) -> builtins.list[tuple[int, int]]:
+        rows = self.read("SELECT rowid_, version FROM traces WHERE user_key=? AND agent_key=?"
+                         " ORDER BY session_time IS NULL, session_time, session, seq, rowid_", scope_key(scope))
+        return [(int(r), int(v)) for r, v in rows]
+
     def expiring(self, scope: Scope) -> dict[int, Any]:
         user, agent = scope_key(scope)
         with self._lock:
@@ -345,7 +357,7 @@ class SQLiteStore(StoreBase):
                     self.conn.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"read failed on {self.path}: {exc}") from None
-        out["traces"] = [_row_to_trace(row) for row in out["traces"]]
+        out["traces"] = [(row[0], _row_to_trace(row, self.ids)) for row in out["traces"]]
         return out
 
     def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes],
@@ -389,7 +401,8 @@ class SQLiteStore(StoreBase):
                     self.conn.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"read failed on {self.path}: {exc}") from None
-        traces = TraceRows({row[0]: row for row in rows}, _row_to_trace, _row_fields)
+        ids = self.ids
+        traces = TraceRows({row[0]: row for row in rows}, lambda row: _row_to_trace(row, ids), _row_fields)
         return int(head[0]), bytes(head[1]).decode("utf-8"), parts, traces
 
     def snapshot_version(self, scope: Scope, format: int = 1) -> int | None:
@@ -418,7 +431,7 @@ class SQLiteStore(StoreBase):
         with self.transaction() as conn:
             touched: set[tuple[str, str]] = set()
             for drafts, (user, agent) in cleaned:
-                out.append(_insert(conn, drafts, user, agent, now))
+                out.append(_insert(conn, drafts, user, agent, now, self.ids))
                 if drafts:
                     touched.add((user, agent))
             for user, agent in sorted(touched):
@@ -434,7 +447,7 @@ class SQLiteStore(StoreBase):
         new_text = validate.clean_text(text, max_chars=self.max_text_chars) if text is not None else None
         new_meta = validate.clean_metadata(metadata) if metadata is not None else None
         keep = check_flag(keep_history, "keep_history")
-        rowid = parse_trace_id(tid)
+        rowid = self.ids.parse(tid)
         user, agent = scope_key(scope)
         with self.transaction() as conn:
             old_text, old_meta, session = _owned_row(conn, rowid, tid, scope)
@@ -460,7 +473,7 @@ class SQLiteStore(StoreBase):
     def delete(self, tid: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
         """Remove a trace and erase its text from every table and, with secure_delete and a
         checkpoint, from the files (see the base); ``keep_history=True`` keeps it in history."""
-        rowid = parse_trace_id(tid)
+        rowid = self.ids.parse(tid)
         keep = check_flag(keep_history, "keep_history")
         user, agent = scope_key(scope)
         with self.transaction() as conn:
@@ -489,7 +502,7 @@ class SQLiteStore(StoreBase):
             else:
                 counts += derived.forget_session(conn, user, agent, name)
             counts += _end_write(conn, user, agent, erase=not keep)
-        return self._receipt("session", [trace_id(r) for r in rowids], counts, erased=not keep)
+        return self._receipt("session", [self.ids.format(r) for r in rowids], counts, erased=not keep)
 
     def delete_scope(self, scope: Scope) -> DeleteReceipt:
         """Remove every trace, history event, derived row and per-scope fact (the embedder
@@ -512,7 +525,7 @@ class SQLiteStore(StoreBase):
                 "DELETE FROM store_meta WHERE instr(key, ':') > 0"
                 " AND substr(key, instr(key, ':') + 1) = ?", (suffix,)).rowcount
             bump_version(conn, user, agent, reset=True)
-        return self._receipt("scope", [trace_id(r) for r in rowids], counts, erased=True)
+        return self._receipt("scope", [self.ids.format(r) for r in rowids], counts, erased=True)
 
     def _receipt(self, kind: str, trace_ids: Sequence[str], counts: Counter[str], *,
                  erased: bool) -> DeleteReceipt:
@@ -533,13 +546,13 @@ class SQLiteStore(StoreBase):
         return rows[0][0] if rows else None
 
     def set_meta(self, key: str, value: str) -> None:
-        key, value = check_meta_key(key), check_meta_value(value)
+        key, value = check_meta_write(key), check_meta_value(value)
         with self.transaction() as conn:
             conn.execute("INSERT INTO store_meta (key, value) VALUES (?, ?)"
                          " ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
     def setdefault_meta(self, key: str, value: str) -> str:
-        key, value = check_meta_key(key), check_meta_value(value)
+        key, value = check_meta_write(key), check_meta_value(value)
         if self.read_only is not None:
             # Nothing can be recorded through a read-only store: the stored value, else the one
             # offered (what a search's embedder check records on a scope that has none yet).
@@ -551,19 +564,19 @@ class SQLiteStore(StoreBase):
         return stored
 
     def delete_meta(self, key: str) -> bool:
-        key = check_meta_key(key)
+        key = check_meta_write(key)
         with self.transaction() as conn:
             return conn.execute("DELETE FROM store_meta WHERE key=?", (key,)).rowcount > 0
 
     # -- reads --------------------------------------------------------------------------
     def get(self, tid: str, scope: Scope) -> Trace:
-        rowid = parse_trace_id(tid)
+        rowid = self.ids.parse(tid)
         user, agent = scope_key(scope)
         rows = self.read(f"SELECT {_COLUMNS} FROM traces WHERE rowid_=? AND user_key=? AND agent_key=?",
                          (rowid, user, agent))
         if not rows:
             raise NotFound(not_found_message(tid, scope))
-        return _row_to_trace(rows[0])
+        return _row_to_trace(rows[0], self.ids)
 
     def get_rowids(self, rowids: Sequence[int]) -> dict[int, Trace]:
         out: dict[int, Trace] = {}
@@ -572,7 +585,7 @@ class SQLiteStore(StoreBase):
             chunk = ids[start:start + 900]
             marks = ",".join("?" * len(chunk))
             for row in self.read(f"SELECT {_COLUMNS} FROM traces WHERE rowid_ IN ({marks})", chunk):
-                out[row[0]] = _row_to_trace(row)
+                out[row[0]] = _row_to_trace(row, self.ids)
         return out
 
     def list(self, scope: Scope, *, session: str | None = None, since: Any = None,
@@ -604,10 +617,10 @@ class SQLiteStore(StoreBase):
         if limit is not None or offset:
             # SQLite takes OFFSET only after a LIMIT; -1 means no limit.
             sql += f" LIMIT {-1 if limit is None else int(limit)} OFFSET {int(offset)}"
-        return [_row_to_trace(row) for row in self.read(sql, params)]
+        return [_row_to_trace(row, self.ids) for row in self.read(sql, params)]
 
     def history(self, tid: str, scope: Scope) -> builtins.list[HistoryEvent]:
-        rowid = parse_trace_id(tid)
+        rowid = self.ids.parse(tid)
         user, agent = scope_key(scope)
         rows = self.read(
             "SELECT event, at, old_text, new_text, old_metadata, new_metadata FROM trace_history"
@@ -729,13 +742,13 @@ def _row_fields(row: tuple) -> tuple:
             row[4] if row[5] else None, row[9], row[6], row[10])
 
 
-def _row_to_trace(row: tuple) -> Trace:
+def _row_to_trace(row: tuple, ids: TraceIdCodec) -> Trace:
     (rowid, text, user, agent, session, has_session, session_time, speaker, role, event_time,
      recorded_at, seq, source_id, metadata, attachments, version) = row
     # Scopes, sessions, speakers, roles and times repeat across rows: one string object each.
     intern = _intern
     return Trace(
-        id=trace_id(rowid), text=text, user=intern(user) or None, agent=intern(agent) or None,
+        id=ids.format(rowid), text=text, user=intern(user) or None, agent=intern(agent) or None,
         session=intern(session) if has_session else None, session_time=intern(session_time),
         speaker=intern(speaker), role=sys.intern(role), event_time=intern(event_time),
         recorded_at=sys.intern(recorded_at), seq=seq, source_id=source_id,
@@ -819,9 +832,9 @@ def _end_write(conn: sqlite3.Connection, user: str, agent: str, *, erase: bool) 
 
 
 def _insert(conn: sqlite3.Connection, drafts: Sequence[CleanDraft], user: str, agent: str,
-            now: str) -> list[str]:
+            now: str, ids: TraceIdCodec) -> list[str]:
     """Insert checked drafts into one scope (inside the caller's transaction); their ids."""
-    ids: list[str] = []
+    out: list[str] = []
     next_seq: dict[str, int] = {}
     for item in drafts:
         if item.seq is None:
@@ -853,10 +866,10 @@ def _insert(conn: sqlite3.Connection, drafts: Sequence[CleanDraft], user: str, a
             "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at,"
             " new_text, new_metadata) VALUES (?,?,?,?,?,?,?)",
             (rowid, user, agent, "add", now, item.text, meta))
-        ids.append(trace_id(rowid))
+        out.append(ids.format(rowid))
     for session in next_seq:
         _mark_dirty(conn, user, agent, session)
-    return ids
+    return out
 
 
 def _load(value: str | None) -> Any:

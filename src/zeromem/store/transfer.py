@@ -2,7 +2,8 @@
 
 What moves: every trace with its id, version, times and metadata; every history event (those of
 deleted traces too); API keys (hashes only, revoked ones too); per-file facts except the
-per-scope embedder fingerprints (the destination records them when it derives its vectors).
+per-scope embedder fingerprints (the destination records them when it derives its vectors) —
+the trace id key among them (store/ids.py), so every trace keeps its public id.
 Derived rows do not move: every session is marked dirty, so the destination derives them at
 its first ``index()`` / search, or at once with ``Memory.reindex`` (what the command does unless
 told not to). The copy is one transaction on the destination, and the counts are verified

@@ -21,6 +21,7 @@ from ..encoders.aliases import link_aliases
 from ..indexes.growable import Growable
 from ..indexes.ragged import Ragged
 from ..indexes.scope_index import Change, ScopeIndex
+from ..indexes.topk import top_indices
 from .adjacency import BaseDeltaAdjacency
 from .ppr import personalized_pagerank, push_pagerank
 
@@ -41,7 +42,7 @@ PPR_PUSH_EPSILON = 1e-5
 
 _GENERIC_HEADS = frozenset("""day days week weeks month months year years time times thing things
 way ways lot lots bit kind kinds sort one ones stuff people person guy guys morning night evening
-weekend weekends today yesterday tomorrow""".split())  # noqa: SIM905 - a word list reads best as words
+weekend weekends today yesterday tomorrow""".split())
 
 
 def with_heads(entity: str) -> list[str]:
@@ -333,7 +334,7 @@ def align_entities(graph: EntityGraph, query_ngrams: list[str], query_vec: np.nd
         cos = entity_vectors @ query_vec
         # names nobody mentions any more (their last turn was deleted) align with nothing
         cos = np.where([graph.raw_counts.get(name, 0) > 0 for name in entity_names], cos, -np.inf)
-        top = np.argsort(-cos, kind="stable")[:DENSE_ALIGN_TOP]
+        top = top_indices(cos, DENSE_ALIGN_TOP)
         for i in top:
             if cos[i] < DENSE_ALIGN_MIN_COS:
                 break

@@ -55,6 +55,7 @@ TraceBody = Annotated[Annotated[TraceIn, Tag("one")] | Annotated[TraceBatchIn, T
 _bearer = HTTPBearer(auto_error=False, description="an API key from `zeromem keys add`")
 router = APIRouter(prefix="/v1")
 MAX_LIST = 1000
+MAX_FILENAME_BYTES = 200  # an upload is saved under its name; file systems stop at 255 bytes
 
 
 def caller(request: Request,
@@ -162,8 +163,12 @@ def import_file(who: CallerDep, mem: MemoryDep, file: Annotated[UploadFile, File
     suffix = Path(file.filename or "upload.json").suffix.lower()
     if suffix not in (".json", ".jsonl", ".ndjson"):
         suffix = ".json"
+    stem = Path(file.filename or "upload").stem or "upload"  # a JSONL file's conversation name
+    if len(stem.encode("utf-8", "surrogatepass")) > MAX_FILENAME_BYTES:
+        raise InvalidInput(f"the file name is over {MAX_FILENAME_BYTES} bytes (UTF-8): upload it under a "
+                           "shorter name (a JSONL file's name becomes its conversation's name)")
     with tempfile.TemporaryDirectory(prefix="zeromem-import-") as folder:
-        path = Path(folder) / f"{Path(file.filename or 'upload').stem or 'upload'}{suffix}"
+        path = Path(folder) / f"{stem}{suffix}"
         with path.open("wb") as out:
             while chunk := file.file.read(1 << 20):
                 out.write(chunk)

@@ -1,0 +1,148 @@
+"""The LongMemEval benchmark (official schema): one memory per question, every turn stored.
+
+Each question comes with its own haystack (~50 sessions, ~500 turns): every turn, user and
+assistant, becomes one trace (speaker = role, session = the haystack session id, session time
+= its date, source id ``"<session id>:<turn index>"``). The question is asked after the
+haystack. Long assistant replies are split into sentence spans by the indexer like any turn.
+
+Metrics (``k`` = 10 unless asked otherwise):
+
+- ``turn_any@10`` / ``turn_all@10``: some / every answer-bearing turn (``has_answer``) among
+  the top 10 turns;
+- ``session_any@5`` / ``session_any@10`` and ``session_ndcg@10``: sessions ranked by their first
+  turn in the evidence (up to 20 turns), gold = ``answer_session_ids``;
+- ``no_answer_auroc``: abstention questions (ids ending in ``_abs``) against the others, by the
+  engine's no-answer score;
+- ``ingest_s_per_question``, ``latency_ms_p50``.
+By ``question_type`` in ``by_category``. Abstention questions count only for the AUROC.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import metrics, summary
+from .baselines import format_turn, readable_time
+from .records import CURVE_K, Corpus, Query, QuestionRun, SystemRun, Unit
+
+KS = (5, 10)
+
+
+@dataclass(slots=True)
+class LongMemEvalData:
+    corpora: list[Corpus]
+    file: str
+    turns: int = 0
+    types: dict[str, int] = field(default_factory=dict)
+
+    def report(self) -> dict[str, Any]:
+        return {"files": [self.file], "questions": self.types, "turns": self.turns,
+                "haystacks": len(self.corpora)}
+
+
+def read_items(path: str | Path) -> list[dict[str, Any]]:
+    """The question list of a ``.json`` or ``.json.gz`` file."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        items = json.load(handle)
+    if not isinstance(items, list):
+        raise ValueError(f"{path}: expected a JSON list of LongMemEval questions")
+    return items
+
+
+def iso_date(date: str) -> str:
+    """LongMemEval's "2023/05/20 (Sat) 02:21" as ISO 8601."""
+    day, _, clock = str(date).partition(")")
+    return dt.datetime.strptime(f"{day.split(' (')[0]} {clock.strip()}", "%Y/%m/%d %H:%M").isoformat()
+
+
+def haystack(item: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]:
+    """The question's turns as trace drafts, and the source ids of its answer-bearing turns."""
+    drafts, gold = [], set()
+    for session_id, date, turns in zip(item["haystack_session_ids"], item["haystack_dates"],
+                                       item["haystack_sessions"]):
+        for j, turn in enumerate(turns):
+            source = f"{session_id}:{j}"
+            if turn.get("has_answer"):
+                gold.add(source)
+            if not str(turn.get("content", "")).strip():
+                continue
+            drafts.append({"text": turn["content"], "role": turn["role"], "speaker": turn["role"],
+                           "session": str(session_id), "session_time": iso_date(date), "seq": j,
+                           "source_id": source})
+    return drafts, gold
+
+
+def load_longmemeval(path: str | Path, limit: int | None = None) -> LongMemEvalData:
+    items = read_items(path)[:limit] if limit else read_items(path)
+    data = LongMemEvalData([], str(path))
+    for index, item in enumerate(items):
+        drafts, gold = haystack(item)
+        kind = str(item.get("question_type") or "all")
+        qid = str(item.get("question_id") or index)
+        abstain = qid.endswith("_abs")
+        data.types[kind] = data.types.get(kind, 0) + 1
+        units = [Unit(d["source_id"], d, format_turn(d["text"], speaker=d["speaker"],
+                                                     session_time=readable_time(d["session_time"])))
+                 for d in drafts]
+        query = Query(qid, str(item["question"]), kind, tuple(sorted(gold)), item.get("answer"),
+                      bool(gold) and not abstain,
+                      {"sessions": tuple(map(str, item.get("answer_session_ids") or ())),
+                       "abstention": abstain})
+        data.corpora.append(Corpus(qid, units, [query]))
+        data.turns += len(units)
+    return data
+
+
+def ranked_sessions(run: QuestionRun) -> list[str]:
+    """Sessions in the order their first turn appears in the evidence (up to CURVE_K turns)."""
+    out: list[str] = []
+    for turn in metrics.flatten_turns(run.curve.groups, CURVE_K):
+        session = turn.rsplit(":", 1)[0]
+        if session not in out:
+            out.append(session)
+    return out
+
+
+def _ndcg(gold: Sequence[str], ranked: Sequence[str], k: int) -> float:
+    gains = sum(1 / math.log2(i + 2) for i, s in enumerate(ranked[:k]) if s in gold)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(gold), k)))
+    return gains / ideal if ideal else 0.0
+
+
+def _block(runs: Sequence[QuestionRun], k: int) -> dict[str, Any]:
+    scored = [r for r in runs if r.query.scored]
+    block: dict[str, Any] = {"n": len(scored)}
+    turns = {r.query.qid: summary.top_turns(r, k, k) for r in scored}
+    block[f"turn_any@{k}"] = summary.percent([metrics.hit_at_k(r.query.gold, turns[r.query.qid], k) for r in scored])
+    block[f"turn_all@{k}"] = summary.percent([metrics.all_at_k(r.query.gold, turns[r.query.qid], k) for r in scored])
+    with_sessions = [r for r in scored if r.query.extra["sessions"]]
+    for j in KS:
+        block[f"session_any@{j}"] = summary.percent(
+            [bool(set(ranked_sessions(r)[:j]) & set(r.query.extra["sessions"])) for r in with_sessions])
+    block["session_ndcg@10"] = summary.percent(
+        [_ndcg(r.query.extra["sessions"], ranked_sessions(r), 10) for r in with_sessions])
+    block.update(summary.latency_block(scored))
+    return block
+
+
+def system_report(result: SystemRun, k: int, reader_model: str | None = None) -> dict[str, Any]:
+    """Overall, by question type, and abstention (no-answer AUROC)."""
+    overall = _block(result.runs, k)
+    overall.update(summary.cost_block(result))
+    questions = max(len(result.runs), 1)
+    overall["ingest_s_per_question"] = round(result.ingest_ms / 1000 / questions, 3)
+    abstention = summary.no_answer_block(
+        [r for r in result.runs if r.query.scored or r.query.extra["abstention"]],
+        lambda r: bool(r.query.extra["abstention"]), result.no_answer_threshold)
+    overall["no_answer_auroc"] = abstention.get("no_answer_auroc")
+    kinds = sorted({r.query.category for r in result.runs})
+    by_category = {kind: _block([r for r in result.runs if r.query.category == kind], k) for kind in kinds}
+    return {"overall": overall, "by_category": by_category, "abstention": abstention}

@@ -1,0 +1,64 @@
+"""The word lists every layer shares: month and weekday names, English stopwords.
+
+One table each, so that a date the store reads strictly (store/dates.py), a time expression
+the encoders resolve (encoders/timexpr.py), a name the extractors refuse (encoders/extractors.py,
+encoders/aliases.py) and a query the retrieval profiles (retrieval/profile.py) agree on what a
+month or a function word is. A leaf module: it imports nothing from zeromem.
+
+The BM25 index has its own, larger list (``encoders.tokenize.ENGLISH_STOPWORDS``, bm25s's
+English list plus contractions): it decides which tokens every index holds, so it changes
+only with a re-index.
+"""
+
+from __future__ import annotations
+
+# -- calendar ------------------------------------------------------------------------------
+# Month → number, full names first, then their abbreviations ("may" is both).
+MONTHS: dict[str, int] = {name: number for number, names in enumerate((
+    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+    ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
+    ("october", "oct"), ("november", "nov"), ("december", "dec")), start=1) for name in names}
+MONTH_NAMES: tuple[str, ...] = ("january", "february", "march", "april", "may", "june", "july",
+                                "august", "september", "october", "november", "december")
+# Weekday → number (Monday = 0, as datetime.weekday), full names and abbreviations.
+WEEKDAYS: dict[str, int] = {name: number for number, names in enumerate((
+    ("monday", "mon"), ("tuesday", "tue", "tues"), ("wednesday", "wed"),
+    ("thursday", "thu", "thur", "thurs"), ("friday", "fri"), ("saturday", "sat"),
+    ("sunday", "sun"))) for name in names}
+WEEKDAY_NAMES: tuple[str, ...] = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+                                  "sunday")
+RELATIVE_DAYS: tuple[str, ...] = ("today", "yesterday", "tomorrow")
+
+
+def month_abbreviations() -> list[str]:
+    """The abbreviations in MONTHS, in calendar order, longer first ("sept" before "sep")."""
+    return sorted((name for name in MONTHS if name not in MONTH_NAMES), key=lambda n: (MONTHS[n], -len(n)))
+
+
+# -- stopwords -----------------------------------------------------------------------------
+# English function words: what a query's keywords leave out (retrieval/profile.py). Every
+# narrower list below is drawn from this one.
+STOPWORDS: frozenset[str] = frozenset("""
+a an the of to in on at for from by with about as and or but is are was were be been being
+do does did has have had what which who whom whose when where why how that this these those it its
+his her their them they he she you your i me my we our us can could would will should shall may might
+must not no yes any some there here than then so if into out up down over under again very just
+""".split())
+
+
+def _stopwords(words: str) -> frozenset[str]:
+    chosen = frozenset(words.split())
+    stray = chosen - STOPWORDS
+    if stray:
+        raise ValueError(f"not in STOPWORDS: {sorted(stray)}")
+    return chosen
+
+
+# Words that open a question before a name ("When did Caroline ..."): not part of the name.
+QUESTION_LEAD_WORDS = _stopwords("what when where who whom whose which why how is are was were do does "
+                                 "did has have had can could would will should in on at the a an")
+# Capitalized question words that are not terms a turn must contain verbatim.
+QUESTION_WORDS = _stopwords("what when where who how which did does is")
+# What an answer's content words leave out when they are matched against the evidence.
+ANSWER_FILLER_WORDS = _stopwords("a an the and or of in on at to for with by is was were be it she he "
+                                 "they her his their i you we my our")

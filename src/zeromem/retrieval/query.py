@@ -1,0 +1,50 @@
+"""A search request checked and resolved before the engine sees it (query validation).
+
+``search_request`` refuses bad arguments with InvalidInput naming the argument, and turns the
+caller's terms into what the engine filters by: row numbers of the traces whose metadata
+matches ``filters``, row numbers of traces expired at ``as_of`` (lifecycle), and ``as_of`` as a
+naive UTC datetime like the prepared index's turn times (store.dates.utc_key).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidInput
+from ..lifecycle.service import expired_rowids
+from ..store import validate
+from ..store.dates import to_utc
+from ..types import Scope
+
+MAX_QUERY_CHARS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    query: str
+    k: int
+    session: str | None
+    as_of: dt.datetime | None  # naive UTC
+    allowed_rowids: set[int] | None  # None: every trace
+    hidden_rowids: set[int]  # expired at as_of (or now)
+
+
+def search_request(store: Any, scope: Scope, query: Any, *, k: Any, session: Any, as_of: Any,
+                   filters: dict[str, Any] | None) -> SearchRequest:
+    """The checked request; reads the store for ``filters`` and expiry only."""
+    query = validate.clean_text(query, field="query", max_chars=MAX_QUERY_CHARS)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        shown = validate.int_text(k) if isinstance(k, int) and not isinstance(k, bool) else repr(k)
+        raise InvalidInput(f"k must be a positive int, got {shown}")
+    if session is not None:  # as store.list reads it (a number names session "5")
+        session = validate.clean_optional_str(session, "session") or ""
+    cutoff = validate.clean_time(as_of, "as_of")
+    allowed = None
+    if filters:
+        parse = store.ids.parse
+        allowed = {parse(t.id) for t in store.list(scope, metadata=filters)}
+    hidden = expired_rowids(store.expiring(scope), cutoff)
+    when = to_utc(dt.datetime.fromisoformat(cutoff)) if cutoff else None
+    return SearchRequest(query, k, session, when, allowed, hidden)

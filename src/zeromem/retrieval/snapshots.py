@@ -1,0 +1,61 @@
+"""When a scope's prepared index is read from, and written to, the store (the snapshot cache).
+
+``persist.py`` is the format; this is the policy. A scope with a persisted index opens from it
+(then the sessions that changed since are applied as usual); a large scope's index is written
+back when it has changed enough since it was last written (``RetrievalConfig``:
+``snapshot_min_turns``, ``snapshot_stale_share``), or always when forced (``Memory.index``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+from typing import Any
+
+from ..config import RetrievalConfig
+from ..types import Scope
+from . import persist
+from .prepared import PreparedScope
+
+
+def load(store: Any, scope: Scope) -> PreparedScope | None:
+    """The scope's persisted index, if there is a usable one."""
+    from ..encoders.tokenize import tokenize_many
+
+    stored = store.load_snapshot(scope, persist.FORMAT)
+    if stored is None:
+        return None
+    version, facts, parts, traces = stored
+    prep = persist.decode(scope, tokenize_many, facts, parts, traces)
+    if prep is not None:
+        prep.index.version = version
+    del parts, traces
+    release_memory()
+    return prep
+
+
+def save(store: Any, scope: Scope, prep: PreparedScope, config: RetrievalConfig, *, force: bool = False) -> bool:
+    """Persist ``prep`` when it is large and has changed enough since it was last persisted
+    (or always, with ``force``); returns whether it was written."""
+    if prep.n_live == 0:
+        return False
+    if not force:
+        if prep.n_live < config.snapshot_min_turns:
+            return False
+        stored = store.snapshot_version(scope, persist.FORMAT)
+        due = max(100, config.snapshot_stale_share * prep.n_live)
+        if stored is not None and stored == prep.index.version:
+            return False
+        if stored is not None and prep.changed_since_save < due:
+            return False
+    facts, parts = persist.encode(prep, compact=prep.n_live > config.large_scope_turns)
+    store.save_snapshot(scope, prep.index.version, facts, parts, persist.FORMAT)
+    prep.changed_since_save = 0
+    return True
+
+
+def release_memory() -> None:
+    """Hand freed heap memory back to the OS (glibc's malloc_trim) after building or loading a
+    large index: the build's temporaries otherwise stay in the process's resident size."""
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to do
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
