@@ -12,6 +12,7 @@ speakers are people).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidInput
@@ -142,3 +143,42 @@ def _shape(value: Any) -> str:
         kinds = sorted({type(item).__name__ for item in value})
         return f"a list of {'/'.join(kinds)}" if kinds else "an empty list"
     return type(value).__name__
+
+
+@dataclass(frozen=True)
+class LocomoQuestion:
+    """One question of a LoCoMo file: its text, what answers it, the turns that hold that."""
+
+    text: str
+    answer: str | None  # None for an adversarial question: the conversation never answers it
+    tempting: str | None  # an adversarial question's plausible wrong answer
+    evidence: tuple[str, ...]  # dia_ids (source ids) of the turns the answer comes from
+
+
+def locomo_questions(conversation: ImportedConversation) -> list[LocomoQuestion]:
+    """The conversation's questions (its LoCoMo 'qa' list), or InvalidInput saying why
+    ``zeromem demo`` cannot use the file: the importer is the one place that knows the format."""
+    if not conversation.qa:
+        raise InvalidInput(
+            f"{conversation.source} has no questions: `zeromem demo` needs a LoCoMo conversation "
+            "with a 'qa' list (question, answer, evidence); run `zeromem demo` alone for the "
+            "shipped example, or store this file with `zeromem ingest`")
+    out = []
+    for index, qa in enumerate(conversation.qa):
+        question = qa.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise InvalidInput(f"{conversation.source}: qa[{index}] has no 'question' text")
+        evidence = qa.get("evidence") or []
+        if isinstance(evidence, str):
+            evidence = [evidence]
+        ids = tuple(part for item in evidence if isinstance(item, str)
+                    for part in re.split(r"[;,\s]+", item) if part)  # LoCoMo has "D8:6; D9:17"
+        adversarial = "answer" not in qa and "adversarial_answer" in qa
+        out.append(LocomoQuestion(
+            question, None if adversarial else _text(qa.get("answer")),
+            _text(qa.get("adversarial_answer")) if adversarial else None, ids))
+    return out
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-import re
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from ..errors import InvalidInput
-from ..ingest import ImportedConversation, load_file
+from ..ingest import load_file
+from ..ingest.locomo import LocomoQuestion, locomo_questions
 from ..memory import Memory
 from ..reader.base import usage
 from ..retrieval.engine import SearchResult
@@ -113,45 +111,7 @@ def reindex(db: DbOption = None, user: UserOption = None, agent: AgentOption = N
                f"{report.seconds:.2f}s (encoders: {enc or 'none'})")
 
 
-@dataclass(frozen=True)
-class DemoQuestion:
-    """One question of a LoCoMo file: its text, what answers it, the turns that hold that."""
-
-    text: str
-    answer: str | None  # None for an adversarial question: the conversation never answers it
-    tempting: str | None  # an adversarial question's plausible wrong answer
-    evidence: tuple[str, ...]  # dia_ids (source ids) of the turns the answer comes from
-
-
-def demo_questions(conversation: ImportedConversation) -> list[DemoQuestion]:
-    """The conversation's questions, or InvalidInput saying why the demo cannot use the file."""
-    if not conversation.qa:
-        raise InvalidInput(
-            f"{conversation.source} has no questions: `zeromem demo` needs a LoCoMo conversation "
-            "with a 'qa' list (question, answer, evidence); run `zeromem demo` alone for the "
-            "shipped example, or store this file with `zeromem ingest`")
-    out = []
-    for index, qa in enumerate(conversation.qa):
-        question = qa.get("question")
-        if not isinstance(question, str) or not question.strip():
-            raise InvalidInput(f"{conversation.source}: qa[{index}] has no 'question' text")
-        evidence = qa.get("evidence") or []
-        if isinstance(evidence, str):
-            evidence = [evidence]
-        ids = tuple(part for item in evidence if isinstance(item, str)
-                    for part in re.split(r"[;,\s]+", item) if part)  # LoCoMo has "D8:6; D9:17"
-        adversarial = "answer" not in qa and "adversarial_answer" in qa
-        out.append(DemoQuestion(
-            question, None if adversarial else _text(qa.get("answer")),
-            _text(qa.get("adversarial_answer")) if adversarial else None, ids))
-    return out
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-def _evidence_verdict(question: DemoQuestion, result: SearchResult) -> tuple[str, int]:
+def _evidence_verdict(question: LocomoQuestion, result: SearchResult) -> tuple[str, int]:
     """("found D1:5, missed D2:3 (partial)", 0 miss / 1 partial / 2 hit) for one question."""
     if not question.evidence:
         return "no expected evidence listed", -1
@@ -176,7 +136,7 @@ def demo(
     with contextlib.ExitStack() as stack:
         path = file if file is not None else stack.enter_context(example_path())
         conversation = load_file(path)[0]
-        questions = demo_questions(conversation)
+        questions = locomo_questions(conversation)
         tmp = stack.enter_context(tempfile.TemporaryDirectory())
         mem = stack.enter_context(Memory(Path(tmp) / "demo.db", user="demo"))
         started = time.perf_counter()
