@@ -81,8 +81,7 @@ class Lifecycle:
     # -- signals ------------------------------------------------------------------------
     def refresh(self, scope: Scope) -> int:
         """Compute and store the signals of traces that lack them; returns how many."""
-        stored = self.store.trace_signals(scope)
-        missing = [rowid for rowid, blob in stored.items() if blob is None]
+        missing = list(self.store.trace_signals(scope, missing_only=True))
         if not missing:
             return 0
         traces = self.store.get_rowids(missing)

@@ -544,9 +544,10 @@ class DerivedStoreBase(ABC):
         """Accumulate encoder time and items (reported by ``zeromem stats``)."""
 
     @abstractmethod
-    def trace_signals(self, scope: Scope) -> dict[int, str | None]:
+    def trace_signals(self, scope: Scope, *, missing_only: bool = False) -> dict[int, str | None]:
         """Each trace of the scope (rowid) → its lifecycle signals (JSON) stored for its
-        current version, or None when they still have to be computed."""
+        current version, or None when they still have to be computed; ``missing_only``
+        returns only the None ones (a refresh after a write reads no other row)."""
 
     @abstractmethod
     def trace_versions(self, scope: Scope) -> list[tuple[int, int]]:

@@ -302,13 +302,16 @@ def trace_entities(conn: sqlite3.Connection, user: str, agent: str, rowid: int, 
             [(other, sorted(entities)) for other, entities in ranked])
 
 
-def trace_signals(conn: sqlite3.Connection, user: str, agent: str) -> dict[int, str | None]:
+def trace_signals(conn: sqlite3.Connection, user: str, agent: str, *,
+                  missing_only: bool = False) -> dict[int, str | None]:
     """Every trace of the scope → its stored lifecycle signals (JSON) for its current
-    version, or None when they are missing or were computed for an older version."""
+    version, or None when they are missing or were computed for an older version;
+    ``missing_only``: just the None ones (what a refresh after a write computes)."""
     rows = conn.execute(
         "SELECT t.rowid_, s.signals FROM traces t LEFT JOIN trace_signals s"
         " ON s.user_key = t.user_key AND s.agent_key = t.agent_key AND s.trace_rowid = t.rowid_"
-        " AND s.version = t.version WHERE t.user_key=? AND t.agent_key=? ORDER BY t.rowid_",
+        " AND s.version = t.version WHERE t.user_key=? AND t.agent_key=?"
+        + (" AND s.signals IS NULL" if missing_only else "") + " ORDER BY t.rowid_",
         (user, agent)).fetchall()
     return {int(rowid): blob for rowid, blob in rows}
 

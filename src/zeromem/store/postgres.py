@@ -261,9 +261,9 @@ class PostgresStore(StoreBase):
     def add_encoder_timings(self, seconds: dict[str, float], items: dict[str, int]) -> None:
         self._write(lambda conn: pgd.add_encoder_timings(conn, seconds, items))
 
-    def trace_signals(self, scope: Scope) -> dict[int, str | None]:
+    def trace_signals(self, scope: Scope, *, missing_only: bool = False) -> dict[int, str | None]:
         key = self._scope(scope)
-        return self._snapshot(lambda conn: pgd.trace_signals(conn, key))
+        return self._snapshot(lambda conn: pgd.trace_signals(conn, key, missing_only=missing_only))
 
     def trace_versions(self, scope: Scope) -> builtins.list[tuple[int, int]]:
         rows = self._read("SELECT rowid_, version FROM traces WHERE scope_key = %s"

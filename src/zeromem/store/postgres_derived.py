@@ -320,13 +320,14 @@ def add_encoder_timings(conn: Any, seconds: dict[str, float], items: dict[str, i
 
 
 
-def trace_signals(conn: Any, scope_key: str) -> dict[int, str | None]:
+def trace_signals(conn: Any, scope_key: str, *, missing_only: bool = False) -> dict[int, str | None]:
     """Every trace of the scope → its stored lifecycle signals for its current version, or
     None (see ``derived.trace_signals``)."""
     rows = conn.execute(
         "SELECT t.rowid_, s.signals FROM traces t LEFT JOIN trace_signals s"
         " ON s.scope_key = t.scope_key AND s.trace_rowid = t.rowid_ AND s.version = t.version"
-        " WHERE t.scope_key = %s ORDER BY t.rowid_", (scope_key,)).fetchall()
+        " WHERE t.scope_key = %s" + (" AND s.signals IS NULL" if missing_only else "")
+        + " ORDER BY t.rowid_", (scope_key,)).fetchall()
     return {int(rowid): blob for rowid, blob in rows}
 
 

@@ -321,11 +321,11 @@ class SQLiteStore(StoreBase):
         with self.transaction() as conn:
             derived.add_encoder_timings(conn, seconds, items)
 
-    def trace_signals(self, scope: Scope) -> dict[int, str | None]:
+    def trace_signals(self, scope: Scope, *, missing_only: bool = False) -> dict[int, str | None]:
         user, agent = scope_key(scope)
         with self._lock:
             self._check_open()
-            return derived.trace_signals(self.conn, user, agent)
+            return derived.trace_signals(self.conn, user, agent, missing_only=missing_only)
 
     def trace_versions(self, scope: Scope) -> builtins.list[tuple[int, int]]:
         rows = self.read("SELECT rowid_, version FROM traces WHERE user_key=? AND agent_key=?"
