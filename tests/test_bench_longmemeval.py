@@ -64,3 +64,18 @@ def test_session_metrics():
     assert block["turn_any@10"] == 100.0 and block["turn_all@10"] == 100.0
     assert block["session_any@5"] == 100.0
     assert block["session_ndcg@10"] == pytest.approx(100 / math.log2(3))
+
+
+def test_halves_follow_the_question_index(fixture_file):
+    from zeromem.bench.records import SystemRun
+
+    data = longmemeval.load_longmemeval(fixture_file)
+    assert [c.queries[0].extra["half"] for c in data.corpora] == ["even", "odd"]
+    runs = []
+    for corpus in data.corpora:
+        query = corpus.queries[0]
+        result = QueryResult([[g] for g in query.gold] or [["s3:0"]], [""], "", 1.0, None, 0.5)
+        runs.append(QuestionRun(query, result, result, 0))
+    report = longmemeval.system_report(SystemRun("x", runs, 0.0), 10)
+    assert report["by_half"]["even"]["n"] == 1 and report["by_half"]["even"]["turn_all@10"] == 100.0
+    assert set(report["by_half_category"]["even"]) == {"single-session-user"}

@@ -109,7 +109,8 @@ def test_utc_keys_sort_by_instant():
 def offsets(mem):
     """Three traces whose text order is not their time order: 'pacific' (20:00 UTC) reads as
     13:00, later than 'berlin' (19:00 UTC) which reads as 21:00."""
-    ids = {name: mem.add(name, session=name, event_time=when) for name, when in [
+    # (titled, so that a query naming all three finds each of them)
+    ids = {name: mem.add(name, session=name, event_time=when, metadata={"title": name}) for name, when in [
         ("pacific", "2023-05-08T13:00:00-07:00"),
         ("berlin", "2023-05-08T21:00:00+02:00"),
         ("naive", "2023-05-08T19:30:00"),  # no zone: compared as UTC

@@ -1,10 +1,10 @@
 """Per-scope precomputation of the engine (retrieval/prepared.py)."""
 
-from zeromem.retrieval.prepared import DISAMBIGUATED_TITLE, _title_strength
-from zeromem.views.graph import normalize_title
+from zeromem.retrieval.prepared import DISAMBIGUATED_TITLE, title_strength
 
 
 def test_a_plain_title_outranks_its_disambiguated_namesakes():
-    names = ["Ed Wood", "Ed Wood (film)", "Kiss and Tell (1945 film)", "Kiss and Tell (play)"]
-    titles = {i: normalize_title(name) for i, name in enumerate(names)}
-    assert _title_strength(names, titles) == {0: 1.0, 1: DISAMBIGUATED_TITLE, 2: 1.0, 3: 1.0}
+    assert title_strength(["Ed Wood", "Ed Wood (film)"]) == [1.0, DISAMBIGUATED_TITLE]
+    # No plain namesake: each qualified title is named as fully as any other.
+    assert title_strength(["Kiss and Tell (1945 film)", "Kiss and Tell (play)"]) == [1.0, 1.0]
+    assert title_strength(["Harbor notes", "Harbor notes"]) == [1.0, 1.0]

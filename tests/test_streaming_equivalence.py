@@ -28,15 +28,19 @@ SENTENCES = [
     "Thanks!",
 ]
 QUERIES = ["Where did Melanie move?", "What is the name of Caroline's cat?", "chess cup Lisbon",
-           "What does Mel play?", "pottery class"]
+           "What does Mel play?", "pottery class", "What happened with the chess cup at Lisbon?"]
+# Titles (Trace.title) link a trace to the entity of that name and match queries that name them.
+TITLES = [None, "Lisbon", "Chess cup", "Denver (city)", "Melanie"]
 SESSIONS = ["s1", "s2", "s3"]
 SPEAKERS = ["Caroline", "Melanie"]
 
 op = st.one_of(
-    st.tuples(st.just("add"), st.sampled_from(SESSIONS), st.sampled_from(SENTENCES), st.sampled_from(SPEAKERS)),
+    st.tuples(st.just("add"), st.sampled_from(SESSIONS), st.sampled_from(SENTENCES),
+              st.tuples(st.sampled_from(SPEAKERS), st.sampled_from(TITLES))),
     st.tuples(st.just("add_many"), st.sampled_from(SESSIONS),
               st.lists(st.sampled_from(SENTENCES), min_size=1, max_size=3), st.sampled_from(SPEAKERS)),
     st.tuples(st.just("update"), st.integers(0, 40), st.sampled_from(SENTENCES), st.just("")),
+    st.tuples(st.just("retitle"), st.integers(0, 40), st.just(""), st.sampled_from(TITLES)),
     st.tuples(st.just("delete"), st.integers(0, 40), st.just(""), st.just("")),
     st.tuples(st.just("search"), st.integers(0, len(QUERIES) - 1), st.just(""), st.just("")),
     st.tuples(st.just("reindex"), st.just(""), st.just(""), st.just("")),
@@ -71,11 +75,15 @@ def test_any_write_sequence_gives_the_evidence_of_a_full_rebuild(tmp_path_factor
                 searched = False
                 continue
             if kind == "add":
-                ids.append(memory.add(text, session=arg, speaker=speaker))
+                name, title = speaker
+                ids.append(memory.add(text, session=arg, speaker=name,
+                                      metadata={"title": title} if title else None))
             elif kind == "add_many":
                 ids += memory.add_many([{"text": t, "session": arg, "speaker": speaker} for t in text])
             elif kind == "update" and ids:
                 memory.update(ids[arg % len(ids)], text=text)
+            elif kind == "retitle" and ids:
+                memory.update(ids[arg % len(ids)], metadata={"title": speaker} if speaker else {})
             elif kind == "delete" and ids:
                 memory.delete(ids.pop(arg % len(ids)))
             elif kind == "search":

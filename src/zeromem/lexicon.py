@@ -62,3 +62,35 @@ QUESTION_WORDS = _stopwords("what when where who how which did does is")
 # What an answer's content words leave out when they are matched against the evidence.
 ANSWER_FILLER_WORDS = _stopwords("a an the and or of in on at to for with by is was were be it she he "
                                  "they her his their i you we my our")
+
+
+# -- Chinese calendar words ----------------------------------------------------------------
+# Shared by the strict date reader (store/dates.py) and the time expressions (encoders/timexpr.py).
+# Weekday suffix after 周 / 星期 / 礼拜 → number (Monday = 0); 日 and 天 both name Sunday.
+ZH_WEEKDAYS: dict[str, int] = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6,
+                               "1": 0, "2": 1, "3": 2, "4": 3, "5": 4, "6": 5, "7": 6}
+ZH_WEEK_WORDS: tuple[str, ...] = ("星期", "礼拜", "周")
+# Chinese numerals (digits of a count, a month or a day); 两 is the counting form of 二.
+ZH_DIGITS: dict[str, int] = {"〇": 0, "零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5,
+                             "六": 6, "七": 7, "八": 8, "九": 9}
+
+
+def zh_number(text: str) -> int | None:
+    """A written number up to 99 (digits, or 一…九十九 with 十), None when it is not one.
+
+    >>> zh_number("十二"), zh_number("两"), zh_number("二十五"), zh_number("12")
+    (12, 2, 25, 12)
+    """
+    if not text:
+        return None
+    if text.isdigit():
+        return int(text)
+    if "十" in text:
+        tens, _, ones = text.partition("十")
+        high = ZH_DIGITS.get(tens, -1) if tens else 1
+        low = ZH_DIGITS.get(ones, -1) if ones else 0
+        return None if high < 0 or low < 0 or "十" in ones else high * 10 + low
+    if len(text) == 1:
+        return ZH_DIGITS.get(text)
+    digits = [ZH_DIGITS.get(ch) for ch in text]  # 二〇二四 (a year written digit by digit)
+    return None if any(d is None for d in digits) else int("".join(str(d) for d in digits))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from .config import Config, default_db_path
-from .encoders.bundle import EncoderFailure, Encoders
+from .encoders.bundle import EncoderFailure, Encoders, store_sample
 from .encoders.tokenize import count_budget_tokens
 from .errors import InvalidInput
 from .indexes.indexer import Indexer, RefreshReport
@@ -50,7 +50,7 @@ class Memory:
                                 max_text_chars=self.config.max_text_chars,
                                 lock_timeout_s=self.config.lock_timeout_s)
         self.scope = Scope(user, agent)
-        self.encoders = Encoders(self.config.encoders)
+        self.encoders = Encoders(self.config.encoders, sample=lambda: store_sample(self.store))
         retrieval = self.config.retrieval
         self.indexer = Indexer(self.store, lambda: self.encoders, window_turns=retrieval.window_turns,
                                stride=retrieval.window_stride)

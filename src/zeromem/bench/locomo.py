@@ -23,6 +23,7 @@ from .runner import Corpus, Query, QuestionRun, SystemRun, Unit
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 ADVERSARIAL = 5
 KS = (1, 5, 10, 20)
+HALVES = ("even", "odd")  # a question's position in its conversation
 
 
 @dataclass(slots=True)
@@ -97,7 +98,8 @@ def _corpus(name: str, drafts: list[dict[str, Any]], qa: list[dict[str, Any]],
             data.questions_without_gold += 1
         answer = item.get("answer", item.get("adversarial_answer"))
         queries.append(Query(f"{name}/{index}", str(item["question"]), label, repaired.ids,
-                             answer, scored and bool(repaired.ids), {"category": category}))
+                             answer, scored and bool(repaired.ids),
+                             {"category": category, "half": HALVES[index % 2]}))
     data.turns += len(units)
     return Corpus(name, units, queries)
 
@@ -118,10 +120,23 @@ def system_report(result: SystemRun, k: int, reader_model: str | None = None) ->
         [r for r in result.runs if r.query.scored or r.query.category == "adversarial"],
         lambda r: r.query.category == "adversarial", result.no_answer_threshold)
     block: dict[str, Any] = {"overall": overall, "by_category": by_category,
-                             "adversarial": adversarial}
+                             "by_half": _halves(answerable, ks, k), "adversarial": adversarial}
     if reader_model is not None:
         block["reader"] = _reader_report(result, reader_model)
     return block
+
+
+def _halves(answerable: list[QuestionRun], ks: tuple[int, ...], k: int) -> dict[str, Any]:
+    """Each half of the questions (even / odd position in its conversation), with multi-hop
+    recall: tune on one half, report the other."""
+    out = {}
+    for half in HALVES:
+        runs = [r for r in answerable if r.query.extra.get("half") == half]
+        block = summary.retrieval_block(runs, ks, k)
+        multi = summary.retrieval_block([r for r in runs if r.query.category == "multi-hop"], ks, k)
+        block[f"multi-hop recall@{k}"] = multi.get(f"recall@{k}")
+        out[half] = block
+    return out
 
 
 def _reader_report(result: SystemRun, model: str) -> dict[str, Any]:

@@ -14,7 +14,9 @@ Metrics (``k`` = 10 unless asked otherwise):
 - ``no_answer_auroc``: abstention questions (ids ending in ``_abs``) against the others, by the
   engine's no-answer score;
 - ``ingest_s_per_question``, ``latency_ms_p50``.
-By ``question_type`` in ``by_category``. Abstention questions count only for the AUROC.
+By ``question_type`` in ``by_category``; by the parity of the question's index in the file in
+``by_half`` / ``by_half_category`` (a subset taken with an odd stride keeps each question's
+half). Abstention questions count only for the AUROC.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from .baselines import format_turn, readable_time
 from .records import CURVE_K, Corpus, Query, QuestionRun, SystemRun, Unit
 
 KS = (5, 10)
+HALVES = ("even", "odd")  # a question's index in the file: tune on one half, report the other
 
 
 @dataclass(slots=True)
@@ -95,7 +98,7 @@ def load_longmemeval(path: str | Path, limit: int | None = None) -> LongMemEvalD
         query = Query(qid, str(item["question"]), kind, tuple(sorted(gold)), item.get("answer"),
                       bool(gold) and not abstain,
                       {"sessions": tuple(map(str, item.get("answer_session_ids") or ())),
-                       "abstention": abstain})
+                       "abstention": abstain, "half": HALVES[index % 2]})
         data.corpora.append(Corpus(qid, units, [query]))
         data.turns += len(units)
     return data
@@ -145,4 +148,10 @@ def system_report(result: SystemRun, k: int, reader_model: str | None = None) ->
     overall["no_answer_auroc"] = abstention.get("no_answer_auroc")
     kinds = sorted({r.query.category for r in result.runs})
     by_category = {kind: _block([r for r in result.runs if r.query.category == kind], k) for kind in kinds}
-    return {"overall": overall, "by_category": by_category, "abstention": abstention}
+    halves = {half: [r for r in result.runs if r.query.extra.get("half") == half] for half in HALVES}
+    by_half = {half: _block(runs, k) for half, runs in halves.items() if runs}
+    by_half_category = {half: {kind: _block([r for r in runs if r.query.category == kind], k)
+                               for kind in kinds if any(r.query.category == kind for r in runs)}
+                        for half, runs in halves.items() if runs}
+    return {"overall": overall, "by_category": by_category, "by_half": by_half,
+            "by_half_category": by_half_category, "abstention": abstention}

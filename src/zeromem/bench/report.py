@@ -34,9 +34,10 @@ _QUALITY = {
                  "sentence_recall@{k}", "mrr", "answer_in_context"),
     "longmemeval": ("turn_any@{k}", "turn_all@{k}", "session_any@5", "session_any@10",
                     "session_ndcg@10", "no_answer_auroc", "ingest_s_per_question"),
+    "memdaily": ("recall@1", "recall@3", "all@5", "hit@1", "hit@3", "mrr"),
 }
 # The per-category table's metric (recall@k unless named here).
-_CATEGORY_METRIC = {"longmemeval": "turn_all@{k}"}
+_CATEGORY_METRIC = {"longmemeval": "turn_all@{k}", "memdaily": "recall@1"}
 _COST = ("context_tokens", "latency_ms_p50", "latency_ms_p95", "latency_ms_p50_no_encode",
          "latency_ms_p95_no_encode", "ingest_ms_per_turn", "llm_calls", "llm_tokens")
 _SHORT = {"recall": "R", "all": "all", "hit": "hit", "sentence_recall": "sentR",
@@ -160,6 +161,29 @@ def print_tables(document: dict[str, Any], console: Console | None = None) -> No
             by_cat.add_row(name, *(_cell(block.get("by_category", {}).get(c, {}).get(metric))
                                    for c in categories))
         console.print(by_cat)
+
+    halves = list(dict.fromkeys(h for b in systems.values() for h in b.get("by_half", {})))
+    if halves:
+        by_half = Table(title="by half of the questions (a change tuned on one half counts on the other)")
+        by_half.add_column("system · half (n)", no_wrap=True)
+        for column in quality:
+            by_half.add_column(_label(column), justify="right")
+        for name, block in systems.items():
+            for half in halves:
+                cells = block.get("by_half", {}).get(half, {})
+                by_half.add_row(f"{name} · {half} ({cells.get('n', 0)})",
+                                *(_cell(cells.get(c)) for c in quality))
+        console.print(by_half)
+    split = [h for h in halves if any(h in b.get("by_half_category", {}) for b in systems.values())]
+    for half in split:
+        table = Table(title=f"{metric} by category, half {half}")
+        table.add_column("system", no_wrap=True)
+        for category in categories:
+            table.add_column(category, justify="right")
+        for name, block in systems.items():
+            cells = block.get("by_half_category", {}).get(half, {})
+            table.add_row(name, *(_cell(cells.get(c, {}).get(metric)) for c in categories))
+        console.print(table)
 
     rows = []
     for name, block in systems.items():

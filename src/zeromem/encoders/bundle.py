@@ -8,14 +8,17 @@ is logged once instead of at every write and search. Reopening the memory tries 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
 from ..config import EncoderConfig
 from ..errors import ModelUnavailable
 
+AUTO = "auto"  # EncoderConfig.embedding_model chosen from the stored text (factory.py)
 EMBEDDER = "embedder"
 NER = "ner"
 COMPONENTS = (EMBEDDER, NER)
@@ -45,31 +48,91 @@ def describe_error(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+def store_sample(store: Any, scopes: int = 20, per_scope: int = 50) -> tuple[list[str], list[str]]:
+    """What ``embedding_model="auto"`` is chosen from: the embedder models the store's scopes
+    recorded, and the first traces' texts of its first scopes (the store's own order).
+
+    A scope that holds no trace has no vectors: an embedder recorded for it (a search of the
+    empty scope records one) says nothing, and is cleared so the choice can record its own.
+    """
+    from ..store.fingerprint import clear_fingerprint, recorded_fingerprint
+
+    models: list[str] = []
+    texts: list[str] = []
+    for scope in store.scopes()[:scopes]:
+        stored = [t.text for t in store.list(scope, limit=per_scope)]
+        recorded = recorded_fingerprint(store, scope)
+        if recorded and not stored:
+            clear_fingerprint(store, scope)
+        elif recorded and recorded.get("model") and recorded["model"] not in models:
+            models.append(str(recorded["model"]))
+        texts.extend(stored)
+    return models, texts
+
+
 class Encoders:
     """The embedder and the entity extractor ``config`` names, loaded lazily, with a record of
     which of them failed."""
 
-    def __init__(self, config: EncoderConfig) -> None:
+    def __init__(self, config: EncoderConfig,
+                 sample: Callable[[], tuple[list[str], list[str]]] | None = None) -> None:
         self.config = config
+        self._sample = sample
         self._failures: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._chosen: EncoderConfig | None = None if config.embedding_model == AUTO else config
+        self._fingerprints: dict[str, dict] = {}
+        self._embedder: Any = None
 
-    @cached_property
+    def embedding_config(self) -> EncoderConfig:
+        """``config`` with ``embedding_model="auto"`` resolved (encoders/factory.py): the model
+        a store's scopes already recorded (one of auto's candidates), else the one its stored
+        text calls for. The choice
+        is kept once made; while the store holds no text the default is used and not kept (a
+        query against no vectors compares nothing)."""
+        if self._chosen is not None:
+            return self._chosen
+        from .factory import AUTO_CHOICES, choose_embedding_model, resolve_auto
+        recorded, texts = self._sample() if self._sample is not None else ([], [])
+        # "auto" chooses between its own candidates: a store made by one of them keeps it; one
+        # made by a named model is refused as any other mismatch (EmbedderMismatch: reindex).
+        kept = [model for model in recorded if model in AUTO_CHOICES]
+        model = kept[0] if kept else choose_embedding_model(texts)
+        if model is None:
+            return resolve_auto(self.config, [])
+        chosen = dataclasses.replace(self.config, embedding_model=model)
+        with self._lock:
+            self._chosen = self._chosen or chosen
+        return self._chosen
+
+    @property
     def embedder(self) -> Any:
+        if self._embedder is not None:
+            return self._embedder
         from .factory import load_embedder
-        return load_embedder(self.config)
+        return load_embedder(self.embedding_config())  # loaded once per process (factory)
+
+    @embedder.setter
+    def embedder(self, value: Any) -> None:
+        """Use ``value`` as this bundle's embedder (e.g. one wrapped to fail, in a test)."""
+        self._embedder = value
 
     @cached_property
     def extractor(self) -> Any:
         from .factory import load_extractor
         return load_extractor(self.config)
 
-    @cached_property
+    @property
     def fingerprint(self) -> dict:
         """Which embedder this is (model, dimension, backend, weights hash): stored vectors
         record it, and a store whose vectors came from another embedder is refused."""
         from .fingerprint import embedder_fingerprint
-        return embedder_fingerprint(self.embedder, self.config)
+        config = self.embedding_config()
+        known = self._fingerprints.get(config.embedding_model)
+        if known is None:
+            known = embedder_fingerprint(self.embedder, config)
+            self._fingerprints[config.embedding_model] = known
+        return known
 
     def load(self, component: str) -> Any:
         """The loaded ``component``; any failure to load it is raised as ``EncoderFailure``.

@@ -17,8 +17,13 @@ Some NER output is dropped because it connects unrelated turns in the entity gra
 ("first"), CARDINAL without digits ("one") and one-word spans that are greetings or sentence
 openers ("Glad" tagged PERSON, "Congrats" tagged NORP).
 
+Chinese (Han) text: ``jieba.posseg`` tags stand in for NER (``entities_zh.py``: person, place,
+organization, other proper noun, noun compounds); spaCy's English labels on Han text are dropped.
+
 Measured on LoCoMo turns (2-core EPYC, one thread): ~4.5 ms per turn for NER alone, ~7 ms
-with the tagger for noun phrases; the regex extractors add ~0.1 ms.
+with the tagger for noun phrases; the regex extractors add ~0.1 ms. spaCy's cost is linear in
+characters (~35k chars/s), so with ``max_chars`` it reads only a text's head (``head_chars``,
+``EncoderConfig.max_encoded_chars``); the regex extractors still read the whole text.
 """
 
 from __future__ import annotations
@@ -33,12 +38,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ModelUnavailable
-from . import extractors
+from . import entities_zh, extractors
 from .aliases import link_aliases
 
 __all__ = [
     "EntityExtractor",
     "Mention",
+    "head_chars",
     "link_aliases",
     "mention_counts",
     "normalize_entity",
@@ -102,6 +108,33 @@ def normalize_entity(surface: str) -> str:
     if words and words[0] == "the":
         words = words[1:]
     return " ".join(words)
+
+
+_PARENTHETICAL = re.compile(r"\s*\([^)]*\)")
+
+
+def normalize_title(title: str) -> str:
+    """A title as an entity key: its parenthetical qualifier dropped, then ``normalize_entity``,
+    so that a page titled "The Beatles" is the entity "beatles" the text mentions.
+
+    >>> normalize_title("Ed Wood (film)")
+    'ed wood'
+    """
+    return normalize_entity(_PARENTHETICAL.sub("", title or ""))
+
+
+def head_chars(text: str, limit: int | None) -> str:
+    """The first ``limit`` characters of ``text`` that the costly models read, cut back to the
+    last whitespace so that no word is cut in two (``limit`` None: all of it).
+
+    >>> head_chars("one two three", 9)
+    'one two'
+    """
+    if limit is None or len(text) <= limit:
+        return text
+    head = text[:limit + 1]
+    cut = max(head.rfind(space) for space in " \n\t")
+    return head[:cut].rstrip() if cut > 0 else text[:limit]
 
 
 def mention_counts(mentions: Sequence[Mention]) -> dict[str, int]:
@@ -189,11 +222,14 @@ class EntityExtractor:
     """spaCy NER + deterministic extractors → ``Mention`` lists, one list per text."""
 
     def __init__(self, pipeline: str = DEFAULT_PIPELINE, *, batch_size: int = 64,
-                 noun_phrases: bool = True) -> None:
+                 noun_phrases: bool = True, max_chars: int | None = None) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
+        if max_chars is not None and max_chars < 1:
+            raise ValueError("max_chars must be >= 1 (or None: no limit)")
         self.pipeline = pipeline
         self.batch_size = batch_size
+        self.max_chars = max_chars  # spaCy reads a text's head (``head_chars``); regexes all of it
         self.noun_phrases = noun_phrases
         self.nlp = load_pipeline(pipeline, noun_phrases=noun_phrases)
         self.components = tuple(self.nlp.pipe_names)
@@ -205,7 +241,10 @@ class EntityExtractor:
         """Mentions of every text, in text order (deterministic for a given pipeline)."""
         if isinstance(texts, str):
             raise TypeError("extract takes a sequence of texts, e.g. extract([text])")
-        return [self._mentions(doc) for doc in self.nlp.pipe(list(texts), batch_size=self.batch_size)]
+        texts = list(texts)
+        heads = (head_chars(text, self.max_chars) for text in texts)
+        return [self._mentions(doc, text)
+                for doc, text in zip(self.nlp.pipe(heads, batch_size=self.batch_size), texts)]
 
     def density(self, text: str) -> float | None:
         """The information density of a text this extractor tagged recently (None if not):
@@ -213,16 +252,16 @@ class EntityExtractor:
         with self._density_lock:
             return self._densities.get(text)
 
-    def _remember_density(self, doc: Any) -> None:
+    def _remember_density(self, doc: Any, text: str) -> None:
         with self._density_lock:
-            self._densities[doc.text] = content_density(t.pos_ for t in doc)
+            self._densities[text] = content_density(t.pos_ for t in doc)
             while len(self._densities) > _DENSITY_MEMORY:
                 self._densities.popitem(last=False)
 
-    def _mentions(self, doc: Any) -> list[Mention]:
+    def _mentions(self, doc: Any, text: str) -> list[Mention]:
+        """Mentions in ``text``, ``doc`` being spaCy's parse of its head (same offsets)."""
         if self._tags:
-            self._remember_density(doc)
-        text = doc.text
+            self._remember_density(doc, text)
         candidates = [(s, e, label, _PRIORITY[label]) for s, e, label in extractors.extract_all(text)]
         for ent in doc.ents:
             if ent.label_ in _DROPPED_NER:
@@ -236,6 +275,10 @@ class EntityExtractor:
             tokens = ((t.idx, t.idx + len(t.text), t.text, t.tag_) for t in doc)
             candidates.extend((s, e, label, _PRIORITY[label])
                               for s, e, label in extractors.noun_phrases(tokens))
+        if entities_zh.has_han(text):  # an English pipeline's labels on Chinese are noise
+            candidates = [c for c in candidates if not entities_zh.has_han(text[c[0]:c[1]])]
+            candidates.extend((s, e, label, _PRIORITY.get(label, _NER_PRIORITY))
+                              for s, e, label in entities_zh.han_spans(text))
         return resolve_overlaps(text, candidates)
 
 

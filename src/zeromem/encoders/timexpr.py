@@ -4,6 +4,18 @@ Relative expressions ("yesterday", "last Saturday", "two weeks ago", "next month
 against the trace's own session or event time; the result is an annotation shown beside the
 verbatim text, never a rewrite. Absolute expressions ("in May 2023", "8 May 2023", "in 2022")
 become date ranges a query can filter and rank by. Pure functions, regular expressions only.
+
+Chinese, from the tables below (``_ZH_DAYS``, ``_ZH_WEEK_SHIFT``, ``_ZH_MONTHS_REL``,
+``_ZH_YEARS_REL``, ``_ZH_UNITS``; numerals and weekdays from ``lexicon``):
+
+- relative: 昨天 / 前天 / 大前天 / 今天 / 明天 / 后天 (days); 上周六, 下周一, 这周三, 下下周日,
+  上个星期五 (a weekday of a calendar week, Monday first); 上周 / 本周 / 下周 and 上周末 (weeks);
+  上个月 / 本月 / 下个月; 去年 / 今年 / 明年 / 前年 / 后年; 三天前, 两周前, 3个月后, 十年前
+  (a count of units before or after); and a date without its year (4月1日, 四月一日) — the
+  anchor's year;
+- absolute: 2024年04月01日 (also with 号, a weekday and a clock time after it: the date is
+  kept), 2024年4月 (a month), 2024年 (a year).
+A bare weekday (周六) stays unresolved, as "Saturday" does in English.
 """
 
 from __future__ import annotations
@@ -13,7 +25,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from ..lexicon import MONTHS, WEEKDAY_NAMES, WEEKDAYS
+from ..lexicon import MONTHS, WEEKDAY_NAMES, WEEKDAYS, ZH_DIGITS, ZH_WEEKDAYS, zh_number
 
 NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
                 "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
@@ -37,6 +49,73 @@ _ABS_DAY_US = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}
 _ABS_MONTH = re.compile(rf"\b{_MONTH},?\s+(\d{{4}})\b", re.I)
 _ABS_YEAR = re.compile(r"\b(?:in|during|of|since)\s+((?:19|20)\d{2})\b", re.I)
 _ABS_ISO = re.compile(r"\b((?:19|20)\d{2})-(\d{2})-(\d{2})\b")
+
+
+# -- Chinese -------------------------------------------------------------------------------
+_ZH_DAYS = {"大前天": -3, "前天": -2, "昨天": -1, "昨日": -1, "昨晚": -1, "昨夜": -1,
+            "今天": 0, "今日": 0, "今晚": 0, "今早": 0, "明天": 1, "明日": 1, "明晚": 1, "明早": 1,
+            "后天": 2, "大后天": 3}
+_ZH_WEEK_SHIFT = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}
+_ZH_MONTHS_REL = {"上上个月": -2, "上个月": -1, "上月": -1, "这个月": 0, "本月": 0, "下个月": 1,
+                  "下月": 1, "下下个月": 2}
+_ZH_YEARS_REL = {"大前年": -3, "前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2, "大后年": 3}
+_ZH_UNITS = {"天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month",
+             "年": "year"}
+_ZH_BEFORE = ("前", "以前", "之前")
+
+
+def _alternation(words) -> str:
+    return "|".join(sorted(words, key=len, reverse=True))
+
+
+_ZH_NUMERAL = "[" + "".join(ZH_DIGITS) + "十]"
+_ZH_N = rf"(\d{{1,2}}|{_ZH_NUMERAL}{{1,3}})"
+_ZH_NOT_AFTER_NUMBER = rf"(?<![\d{''.join(ZH_DIGITS)}十])"
+_ZH_RELATIVE = [
+    ("zh_count", re.compile(rf"{_ZH_NOT_AFTER_NUMBER}{_ZH_N}\s*个?\s*({_alternation(_ZH_UNITS)})"
+                            rf"\s*({_alternation((*_ZH_BEFORE, '以后', '之后', '后'))})")),
+    ("zh_week", re.compile(rf"({_alternation(_ZH_WEEK_SHIFT)})个?(?:星期|礼拜|周)"
+                           rf"([{''.join(ZH_WEEKDAYS)}]|末)?")),
+    ("zh_month", re.compile(_alternation(_ZH_MONTHS_REL))),
+    ("zh_year", re.compile(_alternation(_ZH_YEARS_REL))),
+    ("zh_day", re.compile(_alternation(_ZH_DAYS))),
+    ("zh_month_day", re.compile(rf"(?<![\d年]){_ZH_N}\s*月\s*{_ZH_N}\s*[日号]")),
+]
+_ZH_ABS_DAY = re.compile(rf"(?<!\d)((?:19|20)\d{{2}})\s*年\s*{_ZH_N}\s*月\s*{_ZH_N}\s*[日号]")
+_ZH_ABS_MONTH = re.compile(rf"(?<!\d)((?:19|20)\d{{2}})\s*年\s*{_ZH_N}\s*月")
+_ZH_ABS_YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})\s*年")
+
+
+def _zh_relative(kind: str, m: re.Match, anchor: dt.date) -> tuple[dt.date, dt.date, str] | None:
+    if kind == "zh_count":
+        count = zh_number(m.group(1))
+        if count is None:
+            return None
+        sign = -1 if m.group(3) in _ZH_BEFORE else 1
+        return _shift(anchor, _ZH_UNITS[m.group(2)], sign * count)
+    if kind == "zh_week":
+        shift = _ZH_WEEK_SHIFT[m.group(1)]
+        which = m.group(2)
+        if which is None:
+            return _shift(anchor, "week", shift)
+        if which == "末":
+            return _shift(anchor, "weekend", shift)
+        day = anchor - dt.timedelta(days=anchor.weekday()) + dt.timedelta(weeks=shift,
+                                                                            days=ZH_WEEKDAYS[which])
+        return day, day, "day"
+    if kind == "zh_month":
+        return _shift(anchor, "month", _ZH_MONTHS_REL[m.group(0)])
+    if kind == "zh_year":
+        return _shift(anchor, "year", _ZH_YEARS_REL[m.group(0)])
+    if kind == "zh_day":
+        day = anchor + dt.timedelta(days=_ZH_DAYS[m.group(0)])
+        return day, day, "day"
+    month, day_n = zh_number(m.group(1)), zh_number(m.group(2))  # zh_month_day: the anchor's year
+    try:
+        day = dt.date(anchor.year, month or 0, day_n or 0)
+    except ValueError:
+        return None
+    return day, day, "day"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,17 +186,27 @@ def resolve_relative(text: str, anchor: dt.date | None) -> list[TimeSpan]:
         return []
     found: list[TimeSpan] = []
     taken: list[tuple[int, int]] = []
-    for kind, pattern in _RELATIVE:
+    for kind, pattern in (_RELATIVE + _ZH_RELATIVE) if _has_han(text) else _RELATIVE:
         for m in pattern.finditer(text):
             if any(s < m.end() and m.start() < e for s, e in taken):
                 continue
-            span = _resolve_one(kind, m, anchor)
+            if kind == "zh_month_day" and _inside_absolute(text, m):
+                continue  # 2024年4月1日 is absolute (parse_absolute), not the anchor's year
+            span = _zh_relative(kind, m, anchor) if kind.startswith("zh_") else _resolve_one(kind, m, anchor)
             if span is None:
                 continue
             first, last, granularity = span
             found.append(TimeSpan(m.group(0).strip(), m.start(), m.end(), first, last, granularity))
             taken.append((m.start(), m.end()))
     return sorted(found, key=lambda s: s.start_char)
+
+
+def _has_han(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+def _inside_absolute(text: str, m: re.Match) -> bool:
+    return bool(re.search(r"(?:19|20)\d{2}\s*年\s*$", text[:m.start()]))
 
 
 def _resolve_one(kind: str, m: re.Match, anchor: dt.date):
@@ -179,4 +268,24 @@ def parse_absolute(text: str) -> list[TimeSpan]:
     for m in _ABS_YEAR.finditer(text):
         year = int(m.group(1))
         keep(m, dt.date(year, 1, 1), dt.date(year, 12, 31), "year")
+    if _has_han(text):
+        _zh_absolute(text, keep)
     return sorted(found, key=lambda s: s.start_char)
+
+
+def _zh_absolute(text: str, keep) -> None:
+    """Chinese absolute dates, most specific first (see the module docstring)."""
+    for m in _ZH_ABS_DAY.finditer(text):
+        month, day_n = zh_number(m.group(2)), zh_number(m.group(3))
+        try:
+            day = dt.date(int(m.group(1)), month or 0, day_n or 0)
+        except ValueError:
+            continue
+        keep(m, day, day, "day")
+    for m in _ZH_ABS_MONTH.finditer(text):
+        month = zh_number(m.group(2))
+        if month is not None and 1 <= month <= 12:
+            keep(m, *_month_range(int(m.group(1)), month), "month")
+    for m in _ZH_ABS_YEAR.finditer(text):
+        year = int(m.group(1))
+        keep(m, dt.date(year, 1, 1), dt.date(year, 12, 31), "year")

@@ -39,6 +39,9 @@ _EMBEDDED_LEVELS = ("turn", "span")
 TURN_FROM_SPANS = True
 EMBED_WORKERS = 2  # threads that embed while (and after) spaCy runs
 EMBED_CHUNK = 32  # texts per embedding task; vectors do not depend on the chunking
+# A long turn (an assistant reply of hundreds of words) is embedded through the spans of its head
+# only (EncoderConfig.max_encoded_chars, the part spaCy reads too): its later spans are BM25 units
+# without a vector, and its turn vector is the mean of the head's spans.
 
 
 @dataclass
@@ -131,7 +134,9 @@ class Indexer:
         for plan in plans:
             units = self._units(plan)
             lacking = set()
-            if any(u.level in _EMBEDDED_LEVELS and u.vector is None for u in units):
+            past = {(d.rowids, d.position) for d in plan["drafts"] if _past_head(d, plan["head"])}
+            if any(u.level in _EMBEDDED_LEVELS and u.vector is None and (u.rowids, u.position) not in past
+                   for u in units):
                 lacking.add(EMBEDDER)
             stored = []
             for u in units:
@@ -158,7 +163,8 @@ class Indexer:
         fingerprint = [(t.id, t.version) for t in traces]
         # Stored encodings are looked up scope-wide by text hash in _reuse_stored_encodings.
         return {"session": session, "drafts": drafts, "vecs": {}, "mentions": {},
-                "fingerprint": fingerprint, "traces": traces, "rowids": rowids}
+                "fingerprint": fingerprint, "traces": traces, "rowids": rowids,
+                "head": _head_limit(self._encoders())}
 
     def _reuse_stored_encodings(self, scope: Scope, plans: list[dict[str, Any]]) -> None:
         """Text already encoded anywhere in the scope — the unchanged turns of a re-derived
@@ -182,7 +188,8 @@ class Indexer:
             for draft in plan["drafts"]:
                 h = draft.text_hash
                 from_spans = draft.level == "turn" and draft.rowids[0] in split
-                if embed and draft.level in _EMBEDDED_LEVELS and h not in plan["vecs"] and not from_spans:
+                if (embed and draft.level in _EMBEDDED_LEVELS and h not in plan["vecs"] and not from_spans
+                        and not _past_head(draft, plan["head"])):
                     to_embed[h] = draft.text
                 if ner and draft.level == "turn" and h not in plan["mentions"]:
                     trace = raw[draft.rowids[0]]
@@ -243,7 +250,7 @@ class Indexer:
         span_vectors: dict[int, list[np.ndarray]] = {}
         for draft in plan["drafts"]:
             blob = plan["vecs"].get(draft.text_hash)
-            if draft.level == "span" and blob is not None:
+            if draft.level == "span" and blob is not None and not _past_head(draft, plan["head"]):
                 span_vectors.setdefault(draft.rowids[0], []).append(np.frombuffer(blob, dtype=np.float32))
         for draft in plan["drafts"]:
             if draft.level == "turn" and draft.text_hash not in plan["vecs"] and draft.rowids[0] in span_vectors:
@@ -253,6 +260,10 @@ class Indexer:
         units = []
         for draft in plan["drafts"]:
             vector = plan["vecs"].get(draft.text_hash) if draft.level in _EMBEDDED_LEVELS else None
+            if _past_head(draft, plan["head"]):
+                # Never a vector, even one this text has elsewhere in the scope: which units
+                # have vectors must not depend on what was derived before (rebuild == refresh).
+                vector = None
             if draft.level in ("window", "episode"):
                 # Windows and episodes are represented by the mean of their turns' vectors:
                 # their concatenated text is longer than the encoder's input window anyway.
@@ -274,7 +285,13 @@ class Indexer:
             return {}
         t0 = time.perf_counter()
         encode = _guarded(EMBEDDER, lambda: encoders.embedder).encode
-        vectors = _guarded(EMBEDDER, lambda: encode(missing))
+        chunks = [missing[i:i + EMBED_CHUNK * 4] for i in range(0, len(missing), EMBED_CHUNK * 4)]
+        if len(chunks) > 1:  # both cores: one text per run, so a vector never depends on its chunk
+            with ThreadPoolExecutor(max_workers=EMBED_WORKERS, thread_name_prefix="zeromem-embed") as pool:
+                futures = [pool.submit(encode, chunk) for chunk in chunks]
+                vectors = np.concatenate([_guarded(EMBEDDER, f.result) for f in futures])
+        else:
+            vectors = _guarded(EMBEDDER, lambda: encode(missing))
         report.encoder_seconds["dense"] = report.encoder_seconds.get("dense", 0.0) + (time.perf_counter() - t0)
         report.encoded_texts += len(missing)
         return {e: np.asarray(v, dtype=np.float32).tobytes() for e, v in zip(missing, vectors)}
@@ -283,6 +300,16 @@ class Indexer:
         if report.encoder_seconds:
             self.store.add_encoder_timings(report.encoder_seconds,
                                            {"dense": report.encoded_texts, "entities": report.ner_texts})
+
+
+def _head_limit(encoders: Any) -> int | None:
+    """How many leading characters of a turn the costly encoders read (None: all)."""
+    return getattr(getattr(encoders, "config", None), "max_encoded_chars", None)
+
+
+def _past_head(draft: Any, limit: int | None) -> bool:
+    """A span that starts after the head of its turn: BM25 indexes it, no vector is made."""
+    return limit is not None and draft.level == "span" and draft.offset >= limit
 
 
 def _mean_unit(vectors: list[np.ndarray]) -> np.ndarray:

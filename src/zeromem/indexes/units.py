@@ -30,6 +30,10 @@ class UnitDraft:
     last_seq: int
     speaker: str | None
     time: str | None
+    # spans: the characters of the trace's text before this sentence (its sentences counted
+    # with one space between them); the costly encoders read only the spans of a long turn's
+    # head (EncoderConfig.max_encoded_chars). 0 for every other level.
+    offset: int = 0
 
     @property
     def text_hash(self) -> str:
@@ -80,9 +84,11 @@ def segment_session(traces: Sequence[Trace], rowids: Sequence[int], *, window_tu
         sentences = split_sentences(trace.text) + [f"[image: {c}]" for c in trace.attachments]
         if len(sentences) > 1:
             head = f"{trace.speaker}: " if trace.speaker else ""
+            offset = 0
             for index, sentence in enumerate(sentences):
                 units.append(UnitDraft("span", position * 1000 + index, head + sentence, (rid,),
-                                       trace.seq, trace.seq, trace.speaker, time))
+                                       trace.seq, trace.seq, trace.speaker, time, offset))
+                offset += len(sentence) + 1
     size = max(1, window_turns)
     step = max(1, stride)
     starts = list(range(0, max(1, len(traces) - size + 1), step))

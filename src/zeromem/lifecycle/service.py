@@ -121,7 +121,8 @@ class Lifecycle:
             encoders = self._encoders()
             encoders.load(NER)
             extractor = encoders.extractor
-            self._analyzer = SignalAnalyzer(extractor.nlp, getattr(extractor, "density", None))
+            self._analyzer = SignalAnalyzer(extractor.nlp, getattr(extractor, "density", None),
+                                            getattr(extractor, "max_chars", None))
         return self._analyzer
 
     # -- active memory ------------------------------------------------------------------

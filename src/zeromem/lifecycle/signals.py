@@ -9,6 +9,8 @@
   (no Chinese spaCy pipeline installs offline): ``jieba.posseg`` tags instead (n*, v*, a*
   count as content words).
 - sentiment magnitude |S| = |VADER compound| (``vaderSentiment`` ships its lexicon).
+  The tagger and VADER read the head of a long text (``EncoderConfig.max_encoded_chars``,
+  the part the NER pass reads too); tokens and dialogue signals read all of it.
 - named-entity count E: the spaCy NER / extractor mentions the indexer already stored for the
   trace's turn, minus the speaker's own name (the indexed turn text starts with it).
 - tokens: the budget unit of zeromem (``encoders.tokenize.count_budget_tokens``).
@@ -28,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..encoders.entities import content_density
+from ..encoders.entities import content_density, head_chars
 from ..encoders.tokenize import count_budget_tokens
 from ..errors import ModelUnavailable
 from .rules import dialogue_signals
@@ -69,8 +71,10 @@ class SignalAnalyzer:
     """Computes ``TraceSignals`` in batches. The spaCy pipeline is the one the memory's entity
     extractor loaded (only its tagger runs here); VADER loads on first use."""
 
-    def __init__(self, nlp: Any, known_density: Callable[[str], float | None] | None = None) -> None:
+    def __init__(self, nlp: Any, known_density: Callable[[str], float | None] | None = None,
+                 max_chars: int | None = None) -> None:
         self.nlp = nlp
+        self.max_chars = max_chars  # the tagger and VADER read a text's head, as NER does
         self._known = known_density or (lambda text: None)
         self._tagging = tuple(p for p in _TAGGING if p in getattr(nlp, "pipe_names", ()))
         self._vader: Any = None
@@ -80,8 +84,8 @@ class SignalAnalyzer:
         """Signals of each text; ``entity_counts[i]`` is the NER mention count of text i."""
         vader = self._sentiment()
         densities = self._densities(texts)
-        return [TraceSignals(density, abs(float(vader.polarity_scores(text)["compound"])), entities,
-                             count_budget_tokens(text), dialogue_signals(text))
+        return [TraceSignals(density, abs(float(vader.polarity_scores(head_chars(text, self.max_chars))["compound"])),
+                             entities, count_budget_tokens(text), dialogue_signals(text))
                 for text, density, entities in zip(texts, densities, entity_counts)]
 
     def _densities(self, texts: Sequence[str]) -> list[float]:
@@ -92,7 +96,8 @@ class SignalAnalyzer:
         todo = [i for i, t in enumerate(texts) if out[i] is None and not _HAN.search(t)]
         if todo:  # not tagged by this process's NER pass (e.g. stored before a restart)
             with self._lock, self.nlp.select_pipes(enable=list(self._tagging)):
-                for i, doc in zip(todo, self.nlp.pipe([texts[i] for i in todo], batch_size=64)):
+                heads = [head_chars(texts[i], self.max_chars) for i in todo]
+                for i, doc in zip(todo, self.nlp.pipe(heads, batch_size=64)):
                     out[i] = content_density(t.pos_ for t in doc)
         return [_han_density(t) if value is None else value for t, value in zip(texts, out)]
 

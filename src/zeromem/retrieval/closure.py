@@ -22,7 +22,7 @@ NEXT_DECAY = 0.55
 NEXT_AFTER_QUESTION_DECAY = 0.8
 PREV_DECAY = 0.35
 BRIDGE_DECAY = 0.6
-TITLE_LINK_DECAY = 0.85
+TITLE_LINK_DECAY = 1.1  # a hop may pass its source: a well-matching page the top hit names (issue 10)
 TITLE_LINK_SOURCES = 3
 
 

@@ -12,7 +12,6 @@ name only) and ``"graph"`` (the graph view gets no weight; the hierarchy view an
 from __future__ import annotations
 
 import datetime as dt
-import re
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -23,16 +22,16 @@ from threadpoolctl import ThreadpoolController
 
 from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, EncoderFailure
+from ..encoders.entities import normalize_title
 from ..indexes.topk import top_indices
-from ..lexicon import QUESTION_WORDS
 from ..types import Evidence, Provenance
-from ..views.graph import align_entities, normalize_title, query_ngrams
+from ..views.graph import align_entities, query_ngrams
 from ..views.hierarchy import hierarchy_scores
 from .calibrate import no_answer_score, time_compat
 from .closure import closure_candidates
 from .fuse import fuse, normalize_live
 from .prepared import PreparedScope
-from .profile import QueryProfile, build_profile
+from .profile import QueryProfile, build_profile, hard_terms, question_focus
 from .route import Route, route
 from .select import query_term_weights, select_evidence
 from .turn_scores import LEXICAL_SHARE, score_candidate_turns, score_every_turn
@@ -42,10 +41,11 @@ REFINE_SHORTLIST = 100
 # Aggregation questions ("What activities does X do?") name a category, not the words of its
 # members (pottery, camping): the dense score leads, and their evidence is spread over sessions.
 AGGREGATE_LEXICAL_SHARE = 0.35
+ANSWER_LABEL_BOOST = 1.0  # list questions: × (1 + this) for turns naming an entity of the listed kind
 AGGREGATE_DIVERSITY = 0.9  # δ for them when the configured session_diversity is plain ranking
-TITLE_WEIGHT = 1.0  # an episode the query names outright (a page title, a thread's name)
+LOWERCASE_TITLE_MATCH = 0.5  # title match strength when the query writes a capitalized title in lower case
+TITLE_WEIGHT = 1.0  # a trace whose title (Trace.title) the query names outright
 DENSE, GRAPH = "dense", "graph"  # the channels a degraded search can skip
-_HARD_TERM = re.compile(r"\"([^\"]+)\"|'([^']{3,})'|\b(\d[\d,.:/-]*)\b|\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 
 
 @dataclass
@@ -91,6 +91,7 @@ class Engine:
         failing query embedding raises ``EncoderFailure`` (the caller may search again skipping
         ``"dense"``)."""
         t0 = time.perf_counter()
+        query = question_focus(query)  # a message's question, not the statements around it
         qvec = None
         if DENSE not in skip:
             try:
@@ -187,6 +188,9 @@ class Engine:
         # A turn that asks rather than states is rarely evidence (DMF's query_like signal): on
         # the shared LoCoMo conversations 13 % of turns ending in "?" are cited, 29 % of others.
         score = fused * compat * np.where(prep.question_like, cfg.question_turn_prior, 1.0)
+        if profile.aggregation and profile.answer_labels:
+            # "Which cities has Omar visited?": the turns that name a city are the candidates.
+            score = score * np.where(prep.turns_with_labels(profile.answer_labels), 1 + ANSWER_LABEL_BOOST, 1.0)
         return np.where(eligible, _settle(score), -1.0), compat
 
     def _candidates(self, prep: PreparedScope, score: np.ndarray, eligible: np.ndarray,
@@ -284,24 +288,29 @@ def _eligible(prep: PreparedScope, session: str | None, as_of: dt.datetime | Non
 
 
 def _title_match(query: str, prep: PreparedScope) -> np.ndarray:
-    """For turns of an episode whose name the query contains as words, how fully it names it."""
+    """For turns whose title the query contains as words, how fully it names them."""
     out = np.zeros(prep.n_turns)
-    if not prep.session_titles:
+    titles = prep.titles
+    if not titles:
         return out
     padded = f" {normalize_title(query)} "
-    for sid, title in prep.session_titles.items():
-        if f" {title} " in padded:
-            out[prep.hier.turn_session == sid] = prep.title_strength[sid]
+    strength = prep.title_strength
+    written = prep.title_written
+    # A writer who capitalizes names but writes a title's words in lower case ("what science
+    # fantasy series…" against the page "Science Fantasy") is using them as common words.
+    capitalizes = any(word[:1].isupper() for word in query.split()[1:])
+    for key, nodes in titles.items():
+        if f" {key} " in padded:
+            form = written[key]
+            common = capitalizes and form != form.lower() and form not in query
+            value = strength[key] * (LOWERCASE_TITLE_MATCH if common else 1.0)
+            out[nodes] = np.maximum(out[nodes], value)
     return out
 
 
 def _lexical_refinement(query: str, lowered_texts: list[str], nodes: np.ndarray) -> np.ndarray:
     """Share of the query's hard terms (quoted phrases, numbers, names) found verbatim in a turn."""
-    terms = []
-    for m in _HARD_TERM.finditer(query):
-        term = next(g for g in m.groups() if g)
-        if term.lower() not in QUESTION_WORDS:
-            terms.append(term.lower())
+    terms = hard_terms(query)
     out = np.zeros(len(lowered_texts))
     if not terms:
         return out

@@ -22,7 +22,7 @@ from ..store.base import TraceRows
 from ..types import Scope
 from .prepared import PreparedScope
 
-FORMAT = 7  # 7: state assertions carry session and seq (lifecycle/supersede.py)
+FORMAT = 8  # 8: turn titles (Trace.title); 7: state assertions carry session and seq
 
 
 def encode(prep: PreparedScope, *, compact: bool = False) -> tuple[str, dict[str, bytes]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import Counter
-from functools import lru_cache
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,11 +17,12 @@ from ..lifecycle.supersede import StateAssertion, restrict, state_assertions, su
 from ..store.base import TraceRows
 from ..store.dates import utc_key
 from ..types import Scope, Trace
-from ..views.graph import EntityGraph, normalize_title
+from ..views.graph import EntityGraph
 from ..views.hierarchy import Hierarchy
 from .calibrate import subject_compat
 
 DISAMBIGUATED_TITLE = 0.5
+_QUALIFIER = re.compile(r"\s*\([^)]*\)")  # "Ed Wood (film)" → "Ed Wood"
 
 
 class PreparedScope:
@@ -30,7 +31,7 @@ class PreparedScope:
     Turn nodes are the turn slots of the ``ScopeIndex`` (an empty slot — a deleted trace —
     is a node with no edges that no search returns; ``alive`` says which). Per-turn data (text,
     dates, state assertions, terms) is computed once per changed turn; scope-wide summaries
-    (speakers, term document frequencies, supersession, episode titles) are kept by counts or
+    (speakers, term document frequencies, supersession, titles) are kept by counts or
     recomputed from those per-turn pieces, never from the traces again.
     """
 
@@ -57,7 +58,8 @@ class PreparedScope:
         self._assertions: dict[int, list] = {}
         self._order: dict[int, tuple] = {}
         self._superseded: dict[int, int] | None = {}
-        self._titles: tuple[int, dict[int, str], dict[int, float], dict[int, list[int]]] | None = None
+        self._titles: _Titles | None = None
+        self._label_masks: dict[frozenset[str], tuple[int, np.ndarray]] = {}
         self.version = 0
         self.changed_since_save = 0  # turns changed since this index was last persisted
 
@@ -114,19 +116,43 @@ class PreparedScope:
         return supersession(restrict(self._assertions, lambda node: bool(visible[node])), self._order)
 
     @property
-    def session_titles(self) -> dict[int, str]:
-        """Session id → normalized name, for names that are words (a page, a thread)."""
-        return self._title_data()[1]
+    def titles(self) -> dict[str, np.ndarray]:
+        """Normalized title → the live turn nodes whose trace carries it (``Trace.title``)."""
+        return self._title_data().nodes
 
     @property
-    def title_strength(self) -> dict[int, float]:
-        """How fully a query naming the title names that episode."""
-        return self._title_data()[2]
+    def title_strength(self) -> dict[str, np.ndarray]:
+        """Per title, how fully a query naming it names each of its turns (aligned with ``titles``)."""
+        return self._title_data().strength
+
+    @property
+    def title_written(self) -> dict[str, str]:
+        """Per title, how it is written (its first trace's title, qualifier dropped)."""
+        return self._title_data().written
 
     @property
     def titled_turns(self) -> dict[int, list[int]]:
-        """Graph entity id → turn nodes of the episode named after it."""
-        return self._title_data()[3]
+        """Graph entity id → turn nodes titled after that entity."""
+        return self._title_data().by_entity
+
+    def turns_with_labels(self, labels: frozenset[str]) -> np.ndarray:
+        """Per turn node: whether the turn mentions an entity carrying one of ``labels``
+        (computed from the index's mention arrays once per version and label set)."""
+        cached = self._label_masks.get(labels)
+        if cached is None or cached[0] != self.version:
+            index = self.index
+            mask = np.zeros(index.n_slots, dtype=bool)
+            ids = index.names.lookup(sorted(labels))
+            if ids:
+                ptr, values = index.mention_label.flat()
+                hits = np.flatnonzero(np.isin(values, ids))
+                slots = np.searchsorted(ptr, hits, side="right") - 1
+                mask[slots[slots < index.n_slots]] = True
+            mask &= self.alive
+            if len(self._label_masks) > 16:  # a few label sets exist; never let it grow
+                self._label_masks.clear()
+            cached = self._label_masks[labels] = (self.version, mask)
+        return cached[1]
 
     def trace(self, node: int) -> Trace:
         return self.index.trace_of_slot(node)
@@ -216,22 +242,24 @@ class PreparedScope:
         self._assertions.pop(slot, None)
         self._order.pop(slot, None)
 
-    def _title_data(self) -> tuple[int, dict[int, str], dict[int, float], dict[int, list[int]]]:
-        if self._titles is None or self._titles[0] != self.version:
+    def _title_data(self) -> _Titles:
+        if self._titles is None or self._titles.version != self.version:
             index = self.index
-            names = index.sessions
-            live = [sid for sid, turns in enumerate(index.session_turns) if turns]
-            titles = {sid: _title_key(names[sid]) for sid in live}
-            # Machine ids ("session_12", "s1", UUIDs) name nothing a query could say.
-            titles = {sid: t for sid, t in titles.items() if t}
-            strength = _title_strength(names, titles)
-            titled: dict[int, list[int]] = {}
-            for sid, title in titles.items():
-                key = self.graph.alias.get(title, title)
-                j = self.graph.entity_index.get(key)
+            nodes: dict[str, np.ndarray] = {}
+            strength: dict[str, np.ndarray] = {}
+            by_entity: dict[int, list[int]] = {}
+            written: dict[str, str] = {}
+            for key in index.title_keys():
+                slots = index.titled_slots(key)
+                raw = [index.turn_titles[slot] for slot in slots]
+                written[key] = _QUALIFIER.sub("", raw[0]).strip()
+                nodes[key] = np.asarray(slots, dtype=np.int64)
+                strength[key] = np.asarray(title_strength(raw), dtype=np.float64)
+                target = self.graph.alias.get(key, key)
+                j = self.graph.entity_index.get(target)
                 if j is not None and self.graph.entity_df[j] > 0:
-                    titled.setdefault(j, []).extend(index.session_turns[sid])
-            self._titles = (self.version, titles, strength, titled)
+                    by_entity.setdefault(j, []).extend(slots)
+            self._titles = _Titles(self.version, nodes, strength, by_entity, written)
         return self._titles
 
     # -- persistence --------------------------------------------------------------------
@@ -332,15 +360,18 @@ def _order_key(trace: Trace, rowid: int) -> tuple:
     return (trace.event_time or trace.session_time or trace.recorded_at, trace.seq, rowid)
 
 
-@lru_cache(maxsize=65536)
-def _title_key(name: str) -> str:
-    title = normalize_title(name)
-    return title if re.search(r"[a-z]{3}", title) and not re.search(r"\d", title) else ""
+@dataclass(frozen=True, slots=True)
+class _Titles:
+    version: int
+    nodes: dict[str, np.ndarray]
+    strength: dict[str, np.ndarray]
+    by_entity: dict[int, list[int]]
+    written: dict[str, str]
 
 
-def _title_strength(names: list[str], titles: dict[int, str]) -> dict[int, float]:
-    """1 for an episode a query can name outright; ``DISAMBIGUATED_TITLE`` for "X (film)"
-    while an episode named plain "X" exists — the query's "X" most likely means that one."""
-    plain = {title for sid, title in titles.items() if "(" not in names[sid]}
-    return {sid: DISAMBIGUATED_TITLE if "(" in names[sid] and title in plain else 1.0
-            for sid, title in titles.items()}
+def title_strength(raw_titles: list[str]) -> list[float]:
+    """For raw titles that share one normalized title: 1 for a title a query can name outright,
+    ``DISAMBIGUATED_TITLE`` for "X (film)" while a plain "X" exists too — a query's bare "X"
+    most likely means that one."""
+    plain = any("(" not in title for title in raw_titles)
+    return [DISAMBIGUATED_TITLE if plain and "(" in title else 1.0 for title in raw_titles]

@@ -11,19 +11,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..encoders.timexpr import TimeSpan, parse_absolute
-from ..lexicon import QUESTION_LEAD_WORDS, STOPWORDS
+from ..lexicon import QUESTION_LEAD_WORDS, QUESTION_WORDS, STOPWORDS
 
 _WORD = re.compile(r"[\w][\w'’-]*", re.UNICODE)
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _YES_NO = re.compile(r"^(is|are|was|were|do|does|did|has|have|had|can|could|would|will|should)\b", re.I)
 _AGGREGATE = re.compile(
-    r"\b(all|both|every|each|how many|how often|times|list|activities|things|ways|kinds|types|"
-    r"which .* and|what .*(?:s|events|places|books|hobbies|pets|instruments) (?:has|have|did|does))\b",
+    r"\b(all|both|every|each|how many|how often|times|list|things|ways|kinds|types|"
+    r"which .* and|what .*s (?:has|have|did|does))\b",
     re.I)
 # "Which cities has Jon visited?", "What are some changes ...": a plural category right after
 # the question word asks for every member, wherever each was said.
 _PLURAL_CATEGORY = re.compile(
-    r"^(?:what|which)\s+(?:(?:are|were)\s+)?(?:(?:the|some|all|of)\s+)?(?:[a-z]+\s+)?"
-    r"(?!(?:is|was|has|does|this|his|its|us|plus)\b)[a-z]{3,}(?:s)\s+(?:has|have|had|did|does|do|is|are|were|was|des)\b",
+    r"^(?:what|which)\s+(?:(?:are|were)\s+)?(?:(?:the|some|all|of)\s+)?"
+    r"(?:(?!(?:is|was|are|were|do|does|did|has|have|had)\b)[a-z]+\s+)?"
+    r"(?!(?:is|was|has|does|this|his|its|us|plus)\b)[a-z]{3,}(?:s)\s+(?:has|have|had|did|does|do|is|are|were|was)\b",
     re.I)
 _TEMPORAL_WORDS = re.compile(
     r"\b(when|what (?:date|day|month|year|time)|how long|before|after|first|last|since|until|"
@@ -46,10 +48,32 @@ class QueryProfile:
     keywords: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)  # capitalized names that are not speakers
     bridge: bool = False  # "the X who/that/which ...": an entity defined through another one
+    answer_labels: frozenset[str] = frozenset()  # entity labels the asked-for members carry
 
 
 _NAME = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|and|de|la|van|von|&)?\s*[A-Z0-9][\w'’.-]*)*")
 _BRIDGE = re.compile(r"\b(?:the|a|an)\s+(?:\w+\s+){0,3}?(?:who|whom|whose|that|which|where)\b", re.I)
+
+
+# Verbatim terms a turn should contain: quoted phrases, numbers, capitalized names.
+_HARD_TERM = re.compile(r"\"([^\"]+)\"|'([^']{3,})'|\b(\d[\d,.:/-]*)\b|\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
+
+
+def hard_terms(query: str) -> list[str]:
+    """The query's quoted phrases, numbers and capitalized names, lower-cased. A capitalized
+    question word that opens a name ("Did Priya …", "When Tomas …") is not part of it."""
+    terms: list[str] = []
+    for m in _HARD_TERM.finditer(query):
+        term = next(g for g in m.groups() if g)
+        if m.group(4):
+            words = term.split()
+            while words and words[0].lower() in QUESTION_LEAD_WORDS:
+                words = words[1:]
+            term = " ".join(words)
+        term = term.lower()
+        if term and term not in QUESTION_WORDS and term not in terms:
+            terms.append(term)
+    return terms
 
 
 def query_names(query: str, speakers: Iterable[str]) -> list[str]:
@@ -93,7 +117,39 @@ def answer_type(query: str) -> str:
 
 
 
+# Category nouns whose members are named entities of a known kind: a list question about them
+# ("Which towns has Omar lived in?", "What films did they watch?") is answered by turns that
+# mention entities of that kind (spaCy labels; TITLE = a quoted title, see encoders/extractors).
+_ANSWER_LABELS = (
+    (re.compile(r"\b(?:cit(?:y|ies)|countr(?:y|ies)|states?|places?|towns?|locations?|destinations?)\b", re.I),
+     frozenset({"GPE", "LOC", "FAC"})),
+    (re.compile(r"\b(?:books?|novels?|movies?|films?|shows?|series|songs?|albums?|games?)\b", re.I),
+     frozenset({"WORK_OF_ART", "TITLE"})),
+)
+
+
+def answer_labels(query: str) -> frozenset[str]:
+    """Entity labels of the things the query asks for, from the category nouns it names."""
+    out: frozenset[str] = frozenset()
+    for pattern, labels in _ANSWER_LABELS:
+        if pattern.search(query):
+            out |= labels
+    return out
+
+
+def question_focus(query: str) -> str:
+    """What a message asks: for Chinese, its question sentences without the statements around
+    them (``profile_zh.question_focus``); other text as it is."""
+    if _HAN.search(query):
+        from .profile_zh import question_focus as focus_zh
+        return focus_zh(query)
+    return query
+
+
 def build_profile(query: str, speakers: Iterable[str]) -> QueryProfile:
+    if _HAN.search(query):  # Chinese: the same fields from tables (retrieval/profile_zh.py)
+        from .profile_zh import build_profile_zh
+        return build_profile_zh(query, speakers)
     words = [w.lower().replace("’", "'") for w in _WORD.findall(query)]
     words = [w[:-2] if w.endswith("'s") else w for w in words]
     known = {s.lower(): s for s in speakers if s}
@@ -113,4 +169,4 @@ def build_profile(query: str, speakers: Iterable[str]) -> QueryProfile:
         aggregation=bool(_AGGREGATE.search(query) or _PLURAL_CATEGORY.search(query.strip())),
         boundary=boundary.group(0) if boundary else None,
         keywords=keywords, names=query_names(query, speakers),
-        bridge=bool(_BRIDGE.search(query)))
+        bridge=bool(_BRIDGE.search(query)), answer_labels=answer_labels(query))

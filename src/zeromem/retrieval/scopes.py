@@ -100,8 +100,9 @@ class ScopeIndexes:
                 return prep
             # The query embedder must be the one that made the stored vectors (checked when
             # the scope is loaded or its vectors changed, not on every search). Without an
-            # embedder no vector is compared, so there is nothing to check.
-            if self.encoders.check(EMBEDDER) is None:
+            # embedder no vector is compared, so there is nothing to check; nor in a scope
+            # nothing was ever written to (an "auto" embedder is not chosen yet).
+            if current and self.encoders.check(EMBEDDER) is None:
                 check_fingerprint(self.store, scope, self.encoders.fingerprint)
             if prep is None:
                 prep = snapshots.load(self.store, scope)

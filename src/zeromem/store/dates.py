@@ -13,6 +13,10 @@ Accepted (case-insensitive):
 * a date with its year written out: ``8 May 2023``, ``May 8, 2023``, ``Monday, 8 May 2023``,
   ``May 2023``, optionally with a time before or after it: ``1:56 pm on 8 May, 2023`` (LoCoMo),
   ``8 May 2023 13:56``, ``May 8, 2023 at 1:56 pm``;
+* a Chinese date with its year: ``2024年04月01日``, ``2024年4月1号``, ``2024年4月`` (the first
+  of the month), with an optional weekday (``周一``, ``星期一``; it must be that date's) and an
+  optional clock time after it (``08:39``, ``下午3点``, ``晚上7点30分``): MemDaily-style
+  ``2024年04月01日 周一 08:39``;
 * either one followed by a time zone: an abbreviation of ``ZONES`` (UTC, PDT, CET...), an offset
   (``+02:00``, ``UTC+2``) or an IANA name (``America/Chicago``).
 
@@ -28,12 +32,12 @@ import functools
 import re
 import zoneinfo
 
-from ..lexicon import MONTHS, WEEKDAYS
+from ..lexicon import MONTHS, WEEKDAYS, ZH_WEEKDAYS
 
 ACCEPTED = ("use ISO 8601 (2023-05-08, 2023-05-08T13:56:00, 2023-05-08T13:56:00-07:00) or a date "
             "with its year written out ('8 May 2023', 'May 8, 2023', '1:56 pm on 8 May, 2023', "
-            "'8 May 2023 13:56'), optionally followed by a time zone (UTC, PDT, CET, +02:00, or an "
-            "IANA name like America/Chicago)")
+            "'8 May 2023 13:56', '2024年04月01日 周一 08:39'), optionally followed by a time zone "
+            "(UTC, PDT, CET, +02:00, or an IANA name like America/Chicago)")
 
 # Common abbreviations with one fixed offset each. Ambiguous ones take their most common
 # meaning (IST: India, BST: British Summer Time, CST: US Central); others are refused rather
@@ -63,6 +67,14 @@ _FORMS = [re.compile(pattern) for date in _DATES for pattern in (
     rf"^{_WEEKDAY}{date}(?:\s*(?:,|at|@)?\s*{_TIME})?$",
     rf"^{_TIME}\s*(?:,|on|at)?\s*{_WEEKDAY}{date}$",
 )]
+
+
+_ZH_DATE = re.compile(
+    r"^(?P<y>\d{4})\s*年\s*(?P<mon>\d{1,2})\s*月(?:\s*(?P<d>\d{1,2})\s*[日号])?"
+    r"(?:\s*[,，]?\s*(?:周|星期|礼拜)(?P<wd>[一二三四五六日天]))?"
+    r"(?:\s*[,，]?\s*(?P<half>上午|早上|凌晨|中午|下午|傍晚|晚上)?\s*(?P<h>\d{1,2})\s*"
+    r"(?:[:：]\s*(?P<mi>\d{2})(?:[:：](?P<s>\d{2}))?|点(?:\s*(?P<mi2>\d{1,2})\s*分)?|点半(?P<half_hour>))?)?$")
+_ZH_AFTERNOON = ("下午", "傍晚", "晚上")
 
 
 class DateError(ValueError):
@@ -153,6 +165,8 @@ def _parse_words(text: str) -> dt.datetime:
     if not re.search(r"(?<!\d)\d{4}(?!\d)", lowered):
         raise DateError("it names no year: write the year out (e.g. '8 May 2023'); zeromem "
                         "never guesses the year")
+    if "年" in lowered:
+        return _parse_zh(lowered)
     for form in _FORMS:
         match = form.match(lowered)
         if match:
@@ -175,6 +189,26 @@ def _from_match(match: re.Match[str]) -> dt.datetime:
             raise DateError(f"{weekday!r} is not a day of the week")
         if number != stamp.weekday():
             raise DateError(f"{stamp:%-d %B %Y} is a {stamp:%A}, not a {weekday.capitalize()}")
+    return stamp
+
+
+def _parse_zh(text: str) -> dt.datetime:
+    """A Chinese date with its year (see the module docstring)."""
+    match = _ZH_DATE.match(text)
+    if match is None:
+        raise DateError("not a form zeromem reads (a Chinese date reads like 2024年04月01日 周一 08:39)")
+    parts = match.groupdict()
+    hour = minute = second = 0
+    if parts["h"] is not None:
+        hour = int(parts["h"])
+        minute = int(parts["mi"] or parts["mi2"] or (30 if parts["half_hour"] is not None else 0))
+        second = int(parts["s"] or 0)
+        if parts["half"] in _ZH_AFTERNOON and 1 <= hour < 12:
+            hour += 12
+    stamp = _make(int(parts["y"]), int(parts["mon"]), int(parts["d"] or 1), hour, minute, second)
+    weekday = parts["wd"]
+    if weekday is not None and ZH_WEEKDAYS[weekday] != stamp.weekday():
+        raise DateError(f"{stamp:%Y-%m-%d} is a {stamp:%A}, not 周{weekday}")
     return stamp
 
 

