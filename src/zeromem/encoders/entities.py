@@ -113,6 +113,11 @@ def normalize_entity(surface: str) -> str:
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)")
 
 
+def strip_qualifier(title: str) -> str:
+    """A title without its parenthetical qualifier: "Ed Wood (film)" → "Ed Wood"."""
+    return _PARENTHETICAL.sub("", title or "").strip()
+
+
 def normalize_title(title: str) -> str:
     """A title as an entity key: its parenthetical qualifier dropped, then ``normalize_entity``,
     so that a page titled "The Beatles" is the entity "beatles" the text mentions.
@@ -120,7 +125,7 @@ def normalize_title(title: str) -> str:
     >>> normalize_title("Ed Wood (film)")
     'ed wood'
     """
-    return normalize_entity(_PARENTHETICAL.sub("", title or ""))
+    return normalize_entity(strip_qualifier(title))
 
 
 def head_chars(text: str, limit: int | None) -> str:

@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..encoders.entities import normalize_title
 from ..store.base import TraceRows
 from ..types import Scope, Trace
 from .dense import DenseIndex
 from .growable import Growable
 from .lexical import LexicalIndex, Vocabulary
 from .ragged import Ragged
+from .titles import TurnTitles
 from .units import LEVELS
 
 TURN = "turn"
@@ -238,8 +238,7 @@ class ScopeIndex:
         self.episode_of_session = Growable(np.int64, fill=-1)
         self.slot_of_rowid: dict[int, int] = {}
         self.traces = TraceSlots()  # per turn slot
-        self.turn_titles: dict[int, str] = {}  # turn slot → its trace's title, where it has one
-        self._title_slots: dict[str, set[int]] = {}  # normalized title → turn slots
+        self.titles = TurnTitles()  # per turn slot: its trace's title (Trace.title)
         # Entity mentions per turn slot: (entity, label) ids into ``names``, and counts.
         self.names = Vocabulary()
         self.mention_entity = Ragged(np.int32)
@@ -267,28 +266,6 @@ class ScopeIndex:
         trace = self.traces[slot]
         assert trace is not None, f"turn slot {slot} is empty"
         return trace
-
-    def titled_slots(self, key: str) -> list[int]:
-        """Turn slots whose trace's title normalizes to ``key`` (encoders.entities.normalize_title)."""
-        return sorted(self._title_slots.get(key, ()))
-
-    def title_keys(self) -> list[str]:
-        """Every normalized title some live turn carries, sorted."""
-        return sorted(self._title_slots)
-
-    def _set_title(self, slot: int, title: str | None) -> None:
-        old = self.turn_titles.pop(slot, None)
-        if old is not None:
-            key = normalize_title(old)
-            slots = self._title_slots.get(key)
-            if slots is not None:
-                slots.discard(slot)
-                if not slots:
-                    del self._title_slots[key]
-        key = normalize_title(title) if title else ""
-        if title and key:
-            self.turn_titles[slot] = title
-            self._title_slots.setdefault(key, set()).add(slot)
 
     def mentions_of(self, slot: int) -> list[tuple[str, str, int]]:
         """(entity, label, count) of every entity mentioned in a turn slot."""
@@ -323,7 +300,7 @@ class ScopeIndex:
         facts = {"version": self.version, "sessions": self.sessions,
                  "terms": self.vocabulary.terms, "names": self.names.terms,
                  "entity_names": self.entity_names,
-                 "turn_titles": sorted([slot, title] for slot, title in self.turn_titles.items())}
+                 "turn_titles": self.titles.state()}
         return arrays, facts
 
     @classmethod
@@ -363,8 +340,7 @@ class ScopeIndex:
             rowid = int(firsts[slot])
             index.slot_of_rowid[rowid] = slot
             index.traces.point(slot, rowid)
-        for slot, title in facts.get("turn_titles", ()):
-            index._set_title(int(slot), str(title))
+        index.titles = TurnTitles.from_state(facts.get("turn_titles", []))
         return index
 
     # -- writes -------------------------------------------------------------------------
@@ -419,7 +395,7 @@ class ScopeIndex:
                 change.old_mentions[slot] = self.mentions_of(slot)
                 turns.kill(slot, reuse=False)
                 self.traces[slot] = None
-                self._set_title(slot, None)
+                self.titles.set(slot, None)
                 self._set_mentions(slot, ())
                 del self.slot_of_rowid[rowid]
                 change.turns_killed.append(slot)
@@ -433,11 +409,11 @@ class ScopeIndex:
             # (A loaded index reads its traces as they are now, so a title changed since the
             # snapshot shows as a title the slot does not have yet.)
             if (turns.alive[slot] and turns.key(slot) == key and self.traces[slot] == trace
-                    and self.turn_titles.get(slot) == (trace.title if trace is not None else None)):
+                    and self.titles.of(slot) == (trace.title if trace is not None else None)):
                 continue
             change.old_mentions[slot] = self.mentions_of(slot) if turns.alive[slot] else []
             self.traces[slot] = trace
-            self._set_title(slot, trace.title if trace is not None else None)
+            self.titles.set(slot, trace.title if trace is not None else None)
             self._set_mentions(slot, unit.mentions)
             retokenize.append((slot, unit))
         for (slot, unit), tokens in zip(retokenize, self._tokens([u.text for _, u in retokenize])):

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..encoders.entities import strip_qualifier
 from ..encoders.timexpr import TimeSpan, parse_anchor, resolve_relative
 from ..indexes.growable import Growable
 from ..indexes.ragged import Ragged
@@ -22,7 +22,6 @@ from ..views.hierarchy import Hierarchy
 from .calibrate import subject_compat
 
 DISAMBIGUATED_TITLE = 0.5
-_QUALIFIER = re.compile(r"\s*\([^)]*\)")  # "Ed Wood (film)" → "Ed Wood"
 
 
 class PreparedScope:
@@ -249,10 +248,10 @@ class PreparedScope:
             strength: dict[str, np.ndarray] = {}
             by_entity: dict[int, list[int]] = {}
             written: dict[str, str] = {}
-            for key in index.title_keys():
-                slots = index.titled_slots(key)
-                raw = [index.turn_titles[slot] for slot in slots]
-                written[key] = _QUALIFIER.sub("", raw[0]).strip()
+            for key in index.titles.names():
+                slots = index.titles.slots(key)
+                raw = [index.titles.of(slot) or "" for slot in slots]
+                written[key] = strip_qualifier(raw[0])
                 nodes[key] = np.asarray(slots, dtype=np.int64)
                 strength[key] = np.asarray(title_strength(raw), dtype=np.float64)
                 target = self.graph.alias.get(key, key)

@@ -246,7 +246,7 @@ class EntityGraph:
         names = [key] + [t for t, target in self.alias.items() if target == key]
         out: set[int] = set()
         for title in names:
-            out.update(index.titled_slots(title))
+            out.update(index.titles.slots(title))
         return out
 
     def _set_edges(self, index: ScopeIndex, slot: int, alive: bool) -> None:
@@ -260,7 +260,7 @@ class EntityGraph:
             self.alive[slot] = False
             return
         bucket = _bucket(index.mentions_of(slot), self.alias)
-        raw_title = index.turn_titles.get(slot)
+        raw_title = index.titles.of(slot)
         title = normalize_title(raw_title) if raw_title else ""
         title = self.alias.get(title, title)
         # A trace titled after an entity (a page, a note on a project or a person) is about it:
