@@ -76,7 +76,7 @@ class Scripted:
         self.units = {u.key: u for u in units}
         return 10.0 * len(units)
 
-    def query(self, corpus, question, k):
+    def query(self, corpus, question, k, asked_at=None):
         if self.calls_llm:
             record_call(10, 2)
         groups = self.script.get(question, [])

@@ -1,5 +1,7 @@
 """The query profile and route, on questions of our own (never a benchmark's wording)."""
 
+import datetime as dt
+
 import pytest
 
 from zeromem.retrieval.profile import answer_type, build_profile, hard_terms
@@ -85,3 +87,45 @@ def test_a_list_question_prefers_turns_that_name_an_entity_of_the_listed_kind(tm
                           speaker="Omar")
         ranked = [e.trace_ids[0] for e in memory.search("Which cities has Omar visited?", k=6)]
         assert ranked.index(trip) < ranked.index(chat)
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("How many marathons have I run this year?", True),
+    ("What did I name my first bike?", True),
+    ("What did I tell you about my cousin's wedding?", True),  # "you" told: still my account
+    ("Can you remind me where I parked last Tuesday?", True),  # a request, not your words
+    ("Put these in order: 'I sold the van', 'I bought a kayak'.", True),  # my own words, quoted
+    ("What did you recommend for my back pain?", False),  # your advice: your turns
+    ("Which recipe did you suggest I try?", False),
+    ("Where does Priya keep her sketchbooks?", False),  # third person: nobody's role preferred
+    ("What is the capital of Peru?", False),
+])
+def test_about_asker(query, expected):
+    assert build_profile(query, ["Priya"]).about_asker is expected
+
+
+def test_about_asker_in_chinese():
+    assert build_profile("我上周买了什么？", []).about_asker is True
+    assert build_profile("你推荐我看哪本书？", []).about_asker is False
+
+
+def _cues(query, asked_at):
+    return [(c.first.isoformat(), c.last.isoformat()) for c in build_profile(query, [], asked_at).temporal_cues]
+
+
+def test_relative_times_resolve_against_the_time_the_question_is_asked():
+    asked = dt.date(2024, 3, 14)  # a Thursday
+    assert _cues("What did I bake three days ago?", asked) == [("2024-03-11", "2024-03-11")]
+    assert _cues("Who did I meet last weekend?", asked) == [("2024-03-09", "2024-03-10")]
+    assert _cues("我昨天买了什么？", asked) == [("2024-03-13", "2024-03-13")]
+    # Not asked at a known time: nothing to count from, no cue.
+    assert _cues("What did I bake three days ago?", None) == []
+
+
+@pytest.mark.parametrize("query", [
+    "Which courses did I finish before today?",
+    "What have I read since last month?",
+    "我到昨天为止读了几本书？",
+])
+def test_a_relative_time_that_bounds_the_question_is_not_a_cue(query):
+    assert _cues(query, dt.date(2024, 3, 14)) == []

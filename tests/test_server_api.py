@@ -246,3 +246,21 @@ def test_a_missing_embedder_degrades_search_and_readiness(tmp_path):
         ready = client.get("/readyz").json()
         assert ready["ready"] is True and ready["embedder"].startswith("unavailable")
     mem.close()
+
+
+def test_search_counts_relative_times_from_now(client, served):
+    headers = make_key(served[1], "baker")
+    texts = {"2024-03-01T19:00:00": "I made a lemon tart for Sofia.",
+             "2024-03-11T19:00:00": "I made a mushroom risotto for Sofia.",
+             "2024-03-05T08:00:00": "The bus to the office was late again.",
+             "2024-03-06T08:00:00": "We painted the fence green on Sunday."}
+    created = client.post("/v1/traces", headers=headers, json={"traces": [
+        {"text": text, "session": f"s{i}", "session_time": when} for i, (when, text) in enumerate(texts.items())]})
+    assert created.status_code == 201, created.text
+    query = {"query": "What did I make for Sofia three days ago?", "k": 2}
+    late = client.post("/v1/search", headers=headers, json={**query, "now": "2024-03-14T20:00:00"}).json()
+    early = client.post("/v1/search", headers=headers, json={**query, "now": "2024-03-04T09:00:00"}).json()
+    assert late["evidence"][0]["text"] == texts["2024-03-11T19:00:00"]
+    assert early["evidence"][0]["text"] == texts["2024-03-01T19:00:00"]
+    bad = client.post("/v1/search", headers=headers, json={**query, "now": "soonish"})
+    assert bad.status_code == 400 and "now" in bad.text

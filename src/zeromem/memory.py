@@ -270,18 +270,22 @@ class Memory:
     # -- retrieval ------------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10, session: str | None = None, as_of: Any = None,
                filters: Mapping[str, Any] | None = None, user: str | None = _UNSET,
-               agent: str | None = _UNSET) -> builtins.list[Evidence]:
+               agent: str | None = _UNSET, now: Any = None) -> builtins.list[Evidence]:
         """Evidence for ``query``: at most ``k`` verbatim turns, best first, with provenance.
 
         No language model is called. ``as_of`` hides traces after that time; ``filters``
-        keeps traces whose metadata equals the given values.
+        keeps traces whose metadata equals the given values; ``now`` is when the question is
+        asked (default: ``as_of``): "two days ago", "last weekend", 昨天 in the query are counted
+        from its calendar day and the turns of that period rank first. Without either, relative
+        times in the query are not resolved (the answer never depends on the clock).
         """
         return self.search_detailed(query, k=k, session=session, as_of=as_of, filters=filters,
-                                    user=user, agent=agent).evidence
+                                    user=user, agent=agent, now=now).evidence
 
     def search_detailed(self, query: str, *, k: int = 10, session: str | None = None,
                         as_of: Any = None, filters: Mapping[str, Any] | None = None,
-                        user: str | None = _UNSET, agent: str | None = _UNSET) -> SearchResult:
+                        user: str | None = _UNSET, agent: str | None = _UNSET,
+                        now: Any = None) -> SearchResult:
         """Like ``search`` but also returns the query profile, route, timings, no-answer score
         and ``degraded``: what the search had to do without (empty when every model works).
 
@@ -291,13 +295,13 @@ class Memory:
         skipped (docs/decisions.md, "Degraded search").
         """
         return self.retriever.search(self._scope(user, agent), query, k=k, session=session,
-                                     as_of=as_of, filters=_as_dict(filters))
+                                     as_of=as_of, filters=_as_dict(filters), now=now)
 
     def render_context(self, query: str, *, k: int = 10, budget_tokens: int | None = 2000,
                        session: str | None = None, as_of: Any = None,
                        filters: Mapping[str, Any] | None = None, include_active: bool = False,
                        active_share: float = 0.5, user: str | None = _UNSET,
-                       agent: str | None = _UNSET) -> RenderedContext:
+                       agent: str | None = _UNSET, now: Any = None) -> RenderedContext:
         """The prompt block for ``query``: chronological evidence within ``budget_tokens``;
         its ``degraded`` says what the search had to do without (see ``search_detailed``).
 
@@ -310,7 +314,7 @@ class Memory:
                                or not 0.0 <= active_share <= 1.0):
             raise InvalidInput(f"active_share must be a number between 0 and 1, got {active_share!r}")
         result = self.search_detailed(query, k=k, session=session, as_of=as_of, filters=filters,
-                                      user=user, agent=agent)
+                                      user=user, agent=agent, now=now)
         if not include_active:
             rendered = self.render(result.evidence, budget_tokens=budget_tokens, user=user, agent=agent)
             return dataclasses.replace(rendered, degraded=tuple(result.degraded))

@@ -136,7 +136,7 @@ class _Baseline:
     def model_load_ms(self) -> float:
         return self.shared.model_load_ms if "dense" in self._needs else 0.0
 
-    def query(self, corpus: str, question: str, k: int) -> QueryResult:
+    def query(self, corpus: str, question: str, k: int, asked_at: str | None = None) -> QueryResult:
         raise NotImplementedError  # each baseline ranks its own way
 
     def release(self, corpus: str) -> None:
@@ -166,7 +166,7 @@ class BM25System(_Baseline):
     name = "bm25"
     _needs = ("lexical",)
 
-    def query(self, corpus: str, question: str, k: int) -> QueryResult:
+    def query(self, corpus: str, question: str, k: int, asked_at: str | None = None) -> QueryResult:
         units = self.shared.units(corpus)
         start = time.perf_counter()
         order = _lexical_order(self.shared.lexical(corpus, units), question, min(k, len(units)))
@@ -179,7 +179,7 @@ class DenseSystem(_Baseline):
     name = "dense"
     _needs = ("dense",)
 
-    def query(self, corpus: str, question: str, k: int) -> QueryResult:
+    def query(self, corpus: str, question: str, k: int, asked_at: str | None = None) -> QueryResult:
         units = self.shared.units(corpus)
         start = time.perf_counter()
         order, encode_ms = _dense_order(self.shared, self.shared.dense(corpus, units), question,
@@ -193,7 +193,7 @@ class HybridSystem(_Baseline):
     name = "hybrid"
     _needs = ("lexical", "dense")
 
-    def query(self, corpus: str, question: str, k: int) -> QueryResult:
+    def query(self, corpus: str, question: str, k: int, asked_at: str | None = None) -> QueryResult:
         units = self.shared.units(corpus)
         depth = min(max(RRF_DEPTH, k), len(units))
         start = time.perf_counter()

@@ -98,7 +98,8 @@ def load_longmemeval(path: str | Path, limit: int | None = None) -> LongMemEvalD
         query = Query(qid, str(item["question"]), kind, tuple(sorted(gold)), item.get("answer"),
                       bool(gold) and not abstain,
                       {"sessions": tuple(map(str, item.get("answer_session_ids") or ())),
-                       "abstention": abstain, "half": HALVES[index % 2]})
+                       "abstention": abstain, "half": HALVES[index % 2]},
+                      asked_at=iso_date(item["question_date"]) if item.get("question_date") else None)
         data.corpora.append(Corpus(qid, units, [query]))
         data.turns += len(units)
     return data

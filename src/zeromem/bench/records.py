@@ -40,6 +40,7 @@ class Query:
     answer: Any = None
     scored: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    asked_at: str | None = None  # when the question is asked (ISO 8601), if the data says
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +100,9 @@ class System(Protocol):
         """Store and index ``units`` as corpus ``corpus``; return the elapsed milliseconds."""
         ...
 
-    def query(self, corpus: str, question: str, k: int) -> QueryResult:
-        """Retrieve evidence for ``question`` from ``corpus`` with a budget of ``k`` turns."""
+    def query(self, corpus: str, question: str, k: int, asked_at: str | None = None) -> QueryResult:
+        """Retrieve evidence for ``question`` from ``corpus`` with a budget of ``k`` turns;
+        ``asked_at``: when the question is asked, for a system that can use it."""
         ...
 
     def release(self, corpus: str) -> None:

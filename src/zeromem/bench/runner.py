@@ -95,8 +95,8 @@ def run_benchmark(corpora: Sequence[Corpus], systems: Sequence[System], k: int, 
 
 def _ask(system: System, corpus: str, query: Query, k: int,
          count_tokens: Callable[[str], int]) -> QuestionRun:
-    headline = system.query(corpus, query.text, k)
-    curve = headline if k == CURVE_K else system.query(corpus, query.text, CURVE_K)
+    headline = system.query(corpus, query.text, k, query.asked_at)
+    curve = headline if k == CURVE_K else system.query(corpus, query.text, CURVE_K, query.asked_at)
     return QuestionRun(query, curve, headline, count_tokens(headline.context))
 
 

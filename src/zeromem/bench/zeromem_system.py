@@ -69,10 +69,12 @@ class ZeromemSystem:
                 getattr(encoders, name)
         self.model_load_ms += elapsed_ms(start)
 
-    def query(self, corpus: str, question: str, k: int) -> QueryResult:
+    def query(self, corpus: str, question: str, k: int, asked_at: str | None = None) -> QueryResult:
         mem = self._memories[corpus]
         start = time.perf_counter()
-        result = mem.search_detailed(question, user=corpus, k=k)
+        # "Last week" in the question counts from when it is asked. Not as_of: a data set may
+        # date sessions later on the day of the question (LongMemEval does).
+        result = mem.search_detailed(question, user=corpus, k=k, now=asked_at)
         # Score what search returned; the rendered block may show fewer items when they
         # exceed its token budget, and that is measured by the context metrics instead.
         evidence = list(result.evidence)

@@ -94,7 +94,7 @@ class TraceSlots:
         self._items[slot] = rowid if self._rows is not None and rowid in self._rows else None
 
     def fields(self, slot: int) -> tuple | None:
-        """(text, attachments, speaker, session, event_time, session_time, recorded_at)."""
+        """(text, attachments, speaker, session, event_time, session_time, recorded_at, role)."""
         item = self._items[slot]
         if isinstance(item, int):
             assert self._rows is not None
@@ -102,7 +102,7 @@ class TraceSlots:
         if item is None:
             return None
         return (item.text, item.attachments, item.speaker, item.session, item.event_time,
-                item.session_time, item.recorded_at)
+                item.session_time, item.recorded_at, item.role)
 
     def __getitem__(self, slot: int) -> Trace | None:
         item = self._items[slot]

@@ -78,6 +78,8 @@ def search(
     k: Annotated[int, typer.Option("--k", help="at most this many turns of evidence")] = 10,
     session: Annotated[str | None, typer.Option(help="only this session")] = None,
     as_of: Annotated[str | None, typer.Option("--as-of", help="ignore traces after this time")] = None,
+    now: Annotated[str | None, typer.Option("--now", help="when the question is asked (default: --as-of); "
+                                                          "'last week' counts from it")] = None,
     why: Annotated[bool, typer.Option("--why", help="show the score breakdown of each item")] = False,
     context: Annotated[bool, typer.Option("--context", help="print the rendered prompt block")] = False,
     db: DbOption = None, user: UserOption = None, agent: AgentOption = None,
@@ -85,7 +87,7 @@ def search(
 ) -> None:
     """Retrieve evidence for QUERY (zero LLM calls): verbatim turns with provenance."""
     with open_memory(db, user, agent) as mem:
-        result = mem.search_detailed(query, k=k, session=session, as_of=as_of)
+        result = mem.search_detailed(query, k=k, session=session, as_of=as_of, now=now)
         rendered = mem.retriever.render(mem.scope, result.evidence, None) if context else None
     if as_json:
         print_json({"query": query, "route": result.route.primary,

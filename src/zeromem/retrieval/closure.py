@@ -33,8 +33,12 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
                        neighbours: int = 1, bridges: int = 2,
                        titled_turns: dict[int, list[int]] | None = None,
                        relevance: np.ndarray | None = None,
+                       prior: np.ndarray | None = None,
                        name: Callable[[int], str] = str) -> dict[int, tuple[float, str]]:
     """Closure units with their derived scores and the reason they were added.
+
+    ``prior`` is the query's per-turn factor the primary scores already carry (e.g. the asker's
+    own turns first): a unit closure brings in is scaled by its own, as if it had been ranked.
 
     ``name(node)`` labels a node in the reasons (the engine passes its trace id).
 
@@ -48,7 +52,11 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
     def offer(node: int, score: float, reason: str) -> None:
         # A primary candidate is offered again only when the link is worth more than its own
         # match (a weak direct match that a strong candidate names outright moves up).
-        if not 0 <= node < n or (node in chosen and score <= float(scores[node])):
+        if not 0 <= node < n:
+            return
+        if prior is not None:
+            score *= float(prior[node])
+        if node in chosen and score <= float(scores[node]):
             return
         if score > found.get(node, (-1.0, ""))[0]:
             found[node] = (score, reason)

@@ -42,6 +42,9 @@ REFINE_SHORTLIST = 100
 # members (pottery, camping): the dense score leads, and their evidence is spread over sessions.
 AGGREGATE_LEXICAL_SHARE = 0.35
 ANSWER_LABEL_BOOST = 1.0  # list questions: × (1 + this) for turns naming an entity of the listed kind
+# "What did I…" asked of an assistant's memory: the user's own turns say what happened to them;
+# the assistant's replies (often long, and echoing the user's words) rank × (1 − this).
+ASKER_ROLE_PENALTY = 0.5
 AGGREGATE_DIVERSITY = 0.9  # δ for them when the configured session_diversity is plain ranking
 LOWERCASE_TITLE_MATCH = 0.5  # title match strength when the query writes a capitalized title in lower case
 TITLE_WEIGHT = 1.0  # a trace whose title (Trace.title) the query names outright
@@ -85,9 +88,11 @@ class Engine:
 
     def search(self, prep: PreparedScope, query: str, *, k: int = 10, session: str | None = None,
                as_of: dt.datetime | None = None, allowed_rowids: set[int] | None = None,
-               skip: Collection[str] = (), hidden_rowids: Collection[int] = ()) -> SearchResult:
+               skip: Collection[str] = (), hidden_rowids: Collection[int] = (),
+               asked_on: dt.date | None = None) -> SearchResult:
         """Evidence for ``query`` from ``prep``; ``skip``: channels to do without (``"dense"``,
-        ``"graph"``); ``hidden_rowids``: traces no evidence may come from (expired ones). A
+        ``"graph"``); ``hidden_rowids``: traces no evidence may come from (expired ones);
+        ``asked_on``: the day the question is asked ("last week" counts from it). A
         failing query embedding raises ``EncoderFailure`` (the caller may search again skipping
         ``"dense"``)."""
         t0 = time.perf_counter()
@@ -103,17 +108,17 @@ class Engine:
         # threads than computing (measured ~100x slower on a busy 2-core machine).
         with _BLAS.limit(limits=1, user_api="blas"):
             return self._search(prep, query, qvec, t0, t_enc, k, session, as_of, allowed_rowids,
-                                GRAPH in skip, hidden_rowids)
+                                GRAPH in skip, hidden_rowids, asked_on)
 
     def _search(self, prep: PreparedScope, query: str, qvec: np.ndarray | None, t0: float, t_enc: float,
                 k: int, session: str | None, as_of: dt.datetime | None,
                 allowed_rowids: set[int] | None, skip_graph: bool,
-                hidden_rowids: Collection[int] = ()) -> SearchResult:
+                hidden_rowids: Collection[int] = (), asked_on: dt.date | None = None) -> SearchResult:
         """The pipeline: profile and route the query → score every turn in both views → fuse
         and calibrate → primary candidates and their closure → select at most ``k`` turns →
         evidence with provenance, and the no-answer score."""
         cfg = self.config
-        profile = build_profile(query, prep.speakers)
+        profile = build_profile(query, prep.speakers, asked_on)
         plan = route(profile, cfg.primary_weight, cfg.local_primary_weight)
         qtokens = self.tokenize(query)
         if prep.n_live == 0:
@@ -122,7 +127,7 @@ class Engine:
         eligible = _eligible(prep, session, as_of, allowed_rowids, hidden_rowids) & prep.alive
         views = self._views(prep, query, qvec, qtokens, profile, eligible)
         score, compat = self._ranking(prep, profile, plan, views, eligible, skip_graph)
-        chosen = self._candidates(prep, score, eligible, budget)
+        chosen = self._candidates(prep, profile, score, eligible, budget)
         ranked, superseded = self._selection(prep, profile, qtokens, chosen, budget, as_of)
         evidence = [self._evidence(prep, node, value, reason, superseded, {
             "graph": float(views.graph[node]), "ppr": float(views.ppr[node]),
@@ -188,13 +193,16 @@ class Engine:
         # A turn that asks rather than states is rarely evidence (DMF's query_like signal): on
         # the shared LoCoMo conversations 13 % of turns ending in "?" are cited, 29 % of others.
         score = fused * compat * np.where(prep.question_like, cfg.question_turn_prior, 1.0)
+        prior = _role_prior(prep, profile)
+        if prior is not None:
+            score = score * prior
         if profile.aggregation and profile.answer_labels:
             # "Which cities has Omar visited?": the turns that name a city are the candidates.
             score = score * np.where(prep.turns_with_labels(profile.answer_labels), 1 + ANSWER_LABEL_BOOST, 1.0)
         return np.where(eligible, _settle(score), -1.0), compat
 
-    def _candidates(self, prep: PreparedScope, score: np.ndarray, eligible: np.ndarray,
-                    budget: int) -> dict[int, tuple[float, str]]:
+    def _candidates(self, prep: PreparedScope, profile: QueryProfile, score: np.ndarray,
+                    eligible: np.ndarray, budget: int) -> dict[int, tuple[float, str]]:
         """turn → (score, reason): the top-K primary turns, their closure (replies, context
         turns, graph bridges, episode-title hops) and the next best by score."""
         cfg = self.config
@@ -209,7 +217,7 @@ class Engine:
                 n_live=prep.n_live, neighbours=cfg.closure_neighbours,
                 bridges=cfg.closure_graph_bridges, titled_turns=prep.titled_turns,
                 relevance=normalize_live(np.maximum(score, 0), prep.index.turns.live()),
-                name=lambda node: prep.trace(node).id)
+                prior=_role_prior(prep, profile), name=lambda node: prep.trace(node).id)
             for node, (value, reason) in extra.items():
                 if eligible[node]:
                     chosen[node] = (value, reason)
@@ -248,6 +256,14 @@ class Engine:
                         score=round(score, 6), level="turn", why={"reason": reason, **why},
                         annotations=notes,
                         superseded_by=prep.trace(newer).id if newer is not None else None)
+
+
+def _role_prior(prep: PreparedScope, profile: QueryProfile) -> np.ndarray | None:
+    """Per-turn factor for who wrote the turn: a question about the asker ("What did I…")
+    prefers the turns written in the role "user"; other questions have no preference."""
+    if not profile.about_asker:
+        return None
+    return np.where(prep.by_user, 1.0, 1 - ASKER_ROLE_PENALTY)
 
 
 def _no_answer(prep: PreparedScope, profile: QueryProfile, views: _TurnViews, top_nodes: list[int]) -> float:

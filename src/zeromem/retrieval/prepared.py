@@ -41,6 +41,7 @@ class PreparedScope:
         # Per turn slot, grown in place as slots are added (views below).
         self._rowid = Growable(np.int64, fill=-1)
         self._question_like = Growable(bool, fill=False)
+        self._by_user = Growable(bool, fill=False)  # role "user": the person the agent serves
         self._session_name = Growable(object, fill=None)  # each turn's session (for filters)
         # UTC key (store.dates.utc_key) of the event, else session, else recorded time: what
         # as_of compares against, in instant order whatever offsets the traces were given.
@@ -82,6 +83,11 @@ class PreparedScope:
     @property
     def question_like(self) -> np.ndarray:
         return self._question_like.view()
+
+    @property
+    def by_user(self) -> np.ndarray:
+        """Turns written in the role "user" (not the assistant, a tool or the system)."""
+        return self._by_user.view()
 
     @property
     def turn_session_name(self) -> np.ndarray:
@@ -183,16 +189,17 @@ class PreparedScope:
 
     def _set_trace(self, slot: int, rowid: int, trace: Trace) -> None:
         self._set_fields(slot, rowid, (trace.text, trace.attachments, trace.speaker, trace.session,
-                                       trace.event_time, trace.session_time, trace.recorded_at))
+                                       trace.event_time, trace.session_time, trace.recorded_at, trace.role))
 
     def _set_fields(self, slot: int, rowid: int, fields: tuple) -> None:
         """The per-turn facts that are read straight off the trace."""
-        text, attachments, speaker, session, event_time, session_time, recorded_at = fields
+        text, attachments, speaker, session, event_time, session_time, recorded_at, role = fields
         self._rowid[slot] = rowid
         self.turn_text[slot] = text
         self.turn_lower[slot] = " ".join([text, *attachments]).lower()  # captions count
         self.turn_speaker[slot] = speaker
         self._question_like[slot] = text.rstrip().endswith("?")
+        self._by_user[slot] = role == "user"
         self._session_name[slot] = session
         self._time[slot] = utc_key(event_time or session_time or recorded_at)
         self._speaker_counts[speaker] += 1
@@ -218,7 +225,7 @@ class PreparedScope:
         if n <= old:
             return
         extra = n - old
-        for array in (self._rowid, self._question_like, self._session_name, self._time):
+        for array in (self._rowid, self._question_like, self._by_user, self._session_name, self._time):
             array.reserve(n)
         self.turn_text += [""] * extra
         self.turn_lower += [""] * extra
@@ -234,6 +241,7 @@ class PreparedScope:
         self.turn_lower[slot] = ""
         self.turn_speaker[slot] = None
         self._question_like[slot] = False
+        self._by_user[slot] = False
         self._session_name[slot] = None
         self._time[slot] = ""
         self.turn_dates[slot] = []

@@ -6,11 +6,12 @@ regular-expression and lookup work: microseconds, no model.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..encoders.timexpr import TimeSpan, parse_absolute
+from ..encoders.timexpr import TimeSpan, parse_absolute, resolve_relative
 from ..lexicon import QUESTION_LEAD_WORDS, QUESTION_WORDS, STOPWORDS
 
 _WORD = re.compile(r"[\w][\w'’-]*", re.UNICODE)
@@ -49,6 +50,7 @@ class QueryProfile:
     names: list[str] = field(default_factory=list)  # capitalized names that are not speakers
     bridge: bool = False  # "the X who/that/which ...": an entity defined through another one
     answer_labels: frozenset[str] = frozenset()  # entity labels the asked-for members carry
+    about_asker: bool = False  # "What did I…", "my …" and no "you": the asker's own turns answer
 
 
 _NAME = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|and|de|la|van|von|&)?\s*[A-Z0-9][\w'’.-]*)*")
@@ -137,6 +139,25 @@ def answer_labels(query: str) -> frozenset[str]:
     return out
 
 
+_FIRST_PERSON = re.compile(r"\b(?:I|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)\b")
+# "you" as the one who said or did something ("What did you recommend?", "your advice"); "you"
+# as the one told or asked ("What did I tell you about…") is still the asker's own account.
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.I)
+_YOU_AS_OBJECT = re.compile(r"\b(?:tell|told|telling|ask|asked|asking|show|showed|shown|send|sent|"
+                            r"give|gave|given|to|with|for)\s+you\b", re.I)
+# "Can you remind me…", "if you could tell me…": a request to the listener, not a report of
+# what the listener said.
+_REQUEST = re.compile(r"\b(?:can|could|would|will)\s+you\b|\bif\s+you\s+(?:can|could|would)\b", re.I)
+
+
+def about_asker(query: str) -> bool:
+    """Whether the query asks about the asker ("How many projects have I led?", "my sister's
+    name", "What did I tell you about my trip?") rather than about what the other party said or
+    did ("What did you recommend?"). A quoted "I …" counts: it is the asker's own words."""
+    rest = _REQUEST.sub(" ", _YOU_AS_OBJECT.sub(" ", query))
+    return bool(_FIRST_PERSON.search(rest)) and not _SECOND_PERSON.search(rest)
+
+
 def question_focus(query: str) -> str:
     """What a message asks: for Chinese, its question sentences without the statements around
     them (``profile_zh.question_focus``); other text as it is."""
@@ -146,10 +167,32 @@ def question_focus(query: str) -> str:
     return query
 
 
-def build_profile(query: str, speakers: Iterable[str]) -> QueryProfile:
+# "before today", "until last week", "since yesterday": the expression bounds the period asked
+# about; it is not when the event happened.
+_BOUNDED_BY = re.compile(r"\b(?:before|until|till|by|since|prior to|as of|up to|up until|from)\s+$", re.I)
+_ZH_BOUNDED_BY = ("之前", "以前", "以来", "为止", "截至", "直到")
+
+
+def time_cues(query: str, asked_at: dt.date | None) -> list[TimeSpan]:
+    """The periods a query names: absolute dates ("in May 2023"), and, when the time it is asked
+    is known, relative ones resolved against it ("two weeks ago", "last weekend", 上周六)."""
+    cues = parse_absolute(query)
+    if asked_at is None:
+        return cues
+    for span in resolve_relative(query, asked_at):
+        before, after = query[:span.start_char], query[span.end_char:span.end_char + 2]
+        if _BOUNDED_BY.search(before) or before.endswith(("直到", "截至")) or after.startswith(_ZH_BOUNDED_BY):
+            continue
+        cues.append(span)
+    return cues
+
+
+def build_profile(query: str, speakers: Iterable[str], asked_at: dt.date | None = None) -> QueryProfile:
+    """φ(q) for ``query`` among a scope's ``speakers``; ``asked_at``: the date the question is
+    asked (a search's ``as_of``), against which "last week" and 昨天 are resolved."""
     if _HAN.search(query):  # Chinese: the same fields from tables (retrieval/profile_zh.py)
         from .profile_zh import build_profile_zh
-        return build_profile_zh(query, speakers)
+        return build_profile_zh(query, speakers, asked_at)
     words = [w.lower().replace("’", "'") for w in _WORD.findall(query)]
     words = [w[:-2] if w.endswith("'s") else w for w in words]
     known = {s.lower(): s for s in speakers if s}
@@ -165,8 +208,9 @@ def build_profile(query: str, speakers: Iterable[str]) -> QueryProfile:
     return QueryProfile(
         text=query, words=words, subject=mentioned[0] if mentioned else None,
         mentioned_speakers=mentioned, answer_type=answer_type(query),
-        temporal_cues=parse_absolute(query), asks_time=asks_time,
+        temporal_cues=time_cues(query, asked_at), asks_time=asks_time,
         aggregation=bool(_AGGREGATE.search(query) or _PLURAL_CATEGORY.search(query.strip())),
         boundary=boundary.group(0) if boundary else None,
         keywords=keywords, names=query_names(query, speakers),
-        bridge=bool(_BRIDGE.search(query)), answer_labels=answer_labels(query))
+        bridge=bool(_BRIDGE.search(query)), answer_labels=answer_labels(query),
+        about_asker=about_asker(query))

@@ -13,8 +13,8 @@ Same fields as the English profile, from tables instead of English regular expre
 - **aggregation** (``_AGGREGATE``): 都 / 所有 / 哪些 / 几次 / 一共 / 总共 / 分别 / 多少次 /
   有几个 — the question asks for every matching memory, not one.
 - **time**: ``asks_time`` for date questions and time words (之前 / 之后 / 最近 / 第一次 /
-  最后一次 …); absolute dates (2024年4月1日, 2024年4月) are the temporal cues
-  (``encoders.timexpr.parse_absolute``).
+  最后一次 …); absolute dates (2024年4月1日, 2024年4月) are the temporal cues, and relative ones
+  (昨天, 上周六, 两周前) when the search says when the question is asked (``profile.time_cues``).
 - **names**: persons, places, organizations and proper-noun compounds tagged by jieba.posseg
   (``encoders.entities_zh``); the subject is a known speaker named in the question.
 - **bridge**: a definite description through a relative clause ("那个…的人", "那位…的同事"):
@@ -26,13 +26,13 @@ Pure table lookups and jieba: no model, deterministic.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Iterable
 
 from ..encoders import entities_zh
-from ..encoders.timexpr import parse_absolute
 from ..encoders.tokenize import CHINESE_STOPWORDS
-from .profile import QueryProfile
+from .profile import QueryProfile, time_cues
 
 # (answer type, question words) — checked in this order, the first type that matches wins.
 _ANSWER_TYPES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -75,7 +75,7 @@ def answer_type_zh(query: str) -> str:
     return "description"
 
 
-def build_profile_zh(query: str, speakers: Iterable[str]) -> QueryProfile:
+def build_profile_zh(query: str, speakers: Iterable[str], asked_at: dt.date | None = None) -> QueryProfile:
     """The profile of a question written in Chinese (Latin words in it are kept as words)."""
     tagged = entities_zh.tagged(query)
     words = [word.lower() for _, _, word, _ in tagged if word.strip() and not _PUNCT.match(word)]
@@ -97,10 +97,11 @@ def build_profile_zh(query: str, speakers: Iterable[str]) -> QueryProfile:
     boundary = _first(query, _BOUNDARY)
     return QueryProfile(
         text=query, words=words + compounds, subject=mentioned[0] if mentioned else None,
-        mentioned_speakers=mentioned, answer_type=kind, temporal_cues=parse_absolute(query),
+        mentioned_speakers=mentioned, answer_type=kind, temporal_cues=time_cues(query, asked_at),
         asks_time=kind == "date" or _first(query, _TIME_WORDS) is not None,
         aggregation=_first(query, _AGGREGATE) is not None, boundary=boundary,
-        keywords=keywords, names=names, bridge=bool(_BRIDGE.search(query)))
+        keywords=keywords, names=names, bridge=bool(_BRIDGE.search(query)),
+        about_asker="我" in query and not ("你" in query or "您" in query))
 
 
 _ENDS = frozenset("。！？!?；;…")

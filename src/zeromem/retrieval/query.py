@@ -2,8 +2,9 @@
 
 ``search_request`` refuses bad arguments with InvalidInput naming the argument, and turns the
 caller's terms into what the engine filters by: row numbers of the traces whose metadata
-matches ``filters``, row numbers of traces expired at ``as_of`` (lifecycle), and ``as_of`` as a
-naive UTC datetime like the prepared index's turn times (store.dates.utc_key).
+matches ``filters``, row numbers of traces expired at ``as_of`` (lifecycle), ``as_of`` as a
+naive UTC datetime like the prepared index's turn times (store.dates.utc_key), and the calendar
+day the question is asked (``now``, else ``as_of``, as the caller wrote it: the asker's own day).
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ class SearchRequest:
     as_of: dt.datetime | None  # naive UTC
     allowed_rowids: set[int] | None  # None: every trace
     hidden_rowids: set[int]  # expired at as_of (or now)
+    asked_on: dt.date | None = None  # what "yesterday" and "last week" count from
 
 
 def search_request(store: Any, scope: Scope, query: Any, *, k: Any, session: Any, as_of: Any,
-                   filters: dict[str, Any] | None) -> SearchRequest:
+                   filters: dict[str, Any] | None, now: Any = None) -> SearchRequest:
     """The checked request; reads the store for ``filters`` and expiry only."""
     query = validate.clean_text(query, field="query", max_chars=MAX_QUERY_CHARS)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -41,10 +43,12 @@ def search_request(store: Any, scope: Scope, query: Any, *, k: Any, session: Any
     if session is not None:  # as store.list reads it (a number names session "5")
         session = validate.clean_optional_str(session, "session") or ""
     cutoff = validate.clean_time(as_of, "as_of")
+    asked = validate.clean_time(now, "now") or cutoff
     allowed = None
     if filters:
         parse = store.ids.parse
         allowed = {parse(t.id) for t in store.list(scope, metadata=filters)}
     hidden = expired_rowids(store.expiring(scope), cutoff)
     when = to_utc(dt.datetime.fromisoformat(cutoff)) if cutoff else None
-    return SearchRequest(query, k, session, when, allowed, hidden)
+    asked_on = dt.datetime.fromisoformat(asked).date() if asked else None
+    return SearchRequest(query, k, session, when, allowed, hidden, asked_on)

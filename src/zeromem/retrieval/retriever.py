@@ -77,9 +77,9 @@ class Retriever:
         return health.health(self.store, self.encoders, scope)
 
     def search(self, scope: Scope, query: Any, *, k: int, session: str | None, as_of: Any,
-               filters: dict[str, Any] | None) -> SearchResult:
+               filters: dict[str, Any] | None, now: Any = None) -> SearchResult:
         request = search_request(self.store, scope, query, k=k, session=session, as_of=as_of,
-                                 filters=filters)
+                                 filters=filters, now=now)
         loading = None
         if self._engine is None:
             # The first search of a process loads the embedder (~0.5 s) while the scope's
@@ -97,13 +97,15 @@ class Retriever:
             try:
                 result = engine.search(prep, request.query, k=request.k, session=request.session,
                                        as_of=request.as_of, allowed_rowids=request.allowed_rowids,
-                                       skip=skip, hidden_rowids=request.hidden_rowids)
+                                       skip=skip, hidden_rowids=request.hidden_rowids,
+                                       asked_on=request.asked_on)
             except EncoderFailure as exc:  # the query embedding failed: search without it
                 self.encoders.fail(exc.component, exc)
                 skip, notes = self.degraded(scope)
                 result = engine.search(prep, request.query, k=request.k, session=request.session,
                                        as_of=request.as_of, allowed_rowids=request.allowed_rowids,
-                                       skip=skip, hidden_rowids=request.hidden_rowids)
+                                       skip=skip, hidden_rowids=request.hidden_rowids,
+                                       asked_on=request.asked_on)
             result.degraded = notes
             return result
 

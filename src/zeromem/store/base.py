@@ -479,7 +479,7 @@ class TraceRows:
         return None if row is None else self._to_trace(row)
 
     def fields(self, rowid: int) -> tuple | None:
-        """(text, attachments, speaker, session, event_time, session_time, recorded_at)."""
+        """(text, attachments, speaker, session, event_time, session_time, recorded_at, role)."""
         row = self._rows.get(rowid)
         return None if row is None else self._to_fields(row)
 

@@ -739,7 +739,7 @@ def _row_fields(row: tuple) -> tuple:
     """What an index needs of every turn, without building a Trace (see TraceRows.fields)."""
     attachments = row[14]
     return (row[1], () if attachments == "[]" else tuple(json.loads(attachments)), row[7],
-            row[4] if row[5] else None, row[9], row[6], row[10])
+            row[4] if row[5] else None, row[9], row[6], row[10], row[8])
 
 
 def _row_to_trace(row: tuple, ids: TraceIdCodec) -> Trace:

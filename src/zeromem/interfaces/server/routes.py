@@ -181,7 +181,7 @@ def import_file(who: CallerDep, mem: MemoryDep, file: Annotated[UploadFile, File
              summary="Evidence for a query: verbatim turns with provenance and the 'why' of each")
 def search(body: SearchIn, who: CallerDep, mem: MemoryDep) -> SearchOut:
     result = mem.search_detailed(body.query, k=body.k, session=body.session, as_of=body.as_of,
-                                 filters=body.filters, **_scope(who))
+                                 filters=body.filters, now=body.now, **_scope(who))
     return SearchOut(query=body.query,
                      evidence=[EvidenceOut.from_evidence(ev, why=body.why) for ev in result.evidence],
                      no_answer_score=float(result.no_answer_score),
@@ -195,7 +195,7 @@ def search(body: SearchIn, who: CallerDep, mem: MemoryDep) -> SearchOut:
 def context(body: ContextIn, who: CallerDep, mem: MemoryDep) -> ContextOut:
     rendered = mem.render_context(body.query, k=body.k, budget_tokens=body.budget_tokens,
                                   session=body.session, as_of=body.as_of, filters=body.filters,
-                                  include_active=body.include_active, **_scope(who))
+                                  include_active=body.include_active, now=body.now, **_scope(who))
     return ContextOut.from_rendered(rendered, why=body.why)
 
 

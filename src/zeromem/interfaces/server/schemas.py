@@ -144,6 +144,8 @@ class SearchIn(_Request):
     k: int = Field(10, ge=1, le=MAX_K)
     session: str | None = None
     as_of: TimeValue = Field(None, description="hide traces recorded after this time")
+    now: TimeValue = Field(None, description="when the question is asked (default: as_of): "
+                                             "'last week' in the query counts from it")
     filters: dict[str, Any] | None = Field(None, description="metadata keys that must equal these values")
     why: bool = Field(True, description="include each evidence's score breakdown")
 
