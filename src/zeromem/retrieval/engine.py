@@ -126,8 +126,9 @@ class Engine:
         budget = max(1, int(k))
         eligible = _eligible(prep, session, as_of, allowed_rowids, hidden_rowids) & prep.alive
         views = self._views(prep, query, qvec, qtokens, profile, eligible)
-        score, compat = self._ranking(prep, profile, plan, views, eligible, skip_graph)
-        chosen = self._candidates(prep, profile, score, eligible, budget)
+        prior = _role_prior(prep, profile)
+        score, compat = self._ranking(prep, profile, plan, views, eligible, skip_graph, prior)
+        chosen = self._candidates(prep, score, eligible, budget, prior)
         ranked, superseded = self._selection(prep, profile, qtokens, chosen, budget, as_of)
         evidence = [self._evidence(prep, node, value, reason, superseded, {
             "graph": float(views.graph[node]), "ppr": float(views.ppr[node]),
@@ -170,7 +171,8 @@ class Engine:
         return _TurnViews(lifted, hier, ppr, refine, graph, scores.dense_cosine, scores.nodes)
 
     def _ranking(self, prep: PreparedScope, profile: QueryProfile, plan: Route, views: _TurnViews,
-                 eligible: np.ndarray, skip_graph: bool) -> tuple[np.ndarray, np.ndarray]:
+                 eligible: np.ndarray, skip_graph: bool,
+                 prior: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """(each turn's final score, -1 where not eligible; its calibration factor): the views
         fused with the route's weights, times subject and time compatibility and the
         question-turn prior."""
@@ -193,7 +195,6 @@ class Engine:
         # A turn that asks rather than states is rarely evidence (DMF's query_like signal): on
         # the shared LoCoMo conversations 13 % of turns ending in "?" are cited, 29 % of others.
         score = fused * compat * np.where(prep.question_like, cfg.question_turn_prior, 1.0)
-        prior = _role_prior(prep, profile)
         if prior is not None:
             score = score * prior
         if profile.aggregation and profile.answer_labels:
@@ -201,8 +202,8 @@ class Engine:
             score = score * np.where(prep.turns_with_labels(profile.answer_labels), 1 + ANSWER_LABEL_BOOST, 1.0)
         return np.where(eligible, _settle(score), -1.0), compat
 
-    def _candidates(self, prep: PreparedScope, profile: QueryProfile, score: np.ndarray,
-                    eligible: np.ndarray, budget: int) -> dict[int, tuple[float, str]]:
+    def _candidates(self, prep: PreparedScope, score: np.ndarray, eligible: np.ndarray, budget: int,
+                    prior: np.ndarray | None) -> dict[int, tuple[float, str]]:
         """turn → (score, reason): the top-K primary turns, their closure (replies, context
         turns, graph bridges, episode-title hops) and the next best by score."""
         cfg = self.config
@@ -217,7 +218,7 @@ class Engine:
                 n_live=prep.n_live, neighbours=cfg.closure_neighbours,
                 bridges=cfg.closure_graph_bridges, titled_turns=prep.titled_turns,
                 relevance=normalize_live(np.maximum(score, 0), prep.index.turns.live()),
-                prior=_role_prior(prep, profile), name=lambda node: prep.trace(node).id)
+                prior=prior, name=lambda node: prep.trace(node).id)
             for node, (value, reason) in extra.items():
                 if eligible[node]:
                     chosen[node] = (value, reason)

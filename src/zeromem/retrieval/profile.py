@@ -170,7 +170,8 @@ def question_focus(query: str) -> str:
 # "before today", "until last week", "since yesterday": the expression bounds the period asked
 # about; it is not when the event happened.
 _BOUNDED_BY = re.compile(r"\b(?:before|until|till|by|since|prior to|as of|up to|up until|from)\s+$", re.I)
-_ZH_BOUNDED_BY = ("之前", "以前", "以来", "为止", "截至", "直到")
+_ZH_BOUNDED_AFTER = ("之前", "以前", "以来", "为止", "截至", "直到")  # 昨天为止, 上周以来
+_ZH_BOUNDED_BEFORE = ("直到", "截至")  # 直到昨天
 
 
 def time_cues(query: str, asked_at: dt.date | None) -> list[TimeSpan]:
@@ -181,7 +182,8 @@ def time_cues(query: str, asked_at: dt.date | None) -> list[TimeSpan]:
         return cues
     for span in resolve_relative(query, asked_at):
         before, after = query[:span.start_char], query[span.end_char:span.end_char + 2]
-        if _BOUNDED_BY.search(before) or before.endswith(("直到", "截至")) or after.startswith(_ZH_BOUNDED_BY):
+        if (_BOUNDED_BY.search(before) or before.endswith(_ZH_BOUNDED_BEFORE)
+                or after.startswith(_ZH_BOUNDED_AFTER)):
             continue
         cues.append(span)
     return cues
@@ -189,7 +191,7 @@ def time_cues(query: str, asked_at: dt.date | None) -> list[TimeSpan]:
 
 def build_profile(query: str, speakers: Iterable[str], asked_at: dt.date | None = None) -> QueryProfile:
     """φ(q) for ``query`` among a scope's ``speakers``; ``asked_at``: the date the question is
-    asked (a search's ``as_of``), against which "last week" and 昨天 are resolved."""
+    asked (a search's ``now``, else its ``as_of``), against which "last week" and 昨天 are resolved."""
     if _HAN.search(query):  # Chinese: the same fields from tables (retrieval/profile_zh.py)
         from .profile_zh import build_profile_zh
         return build_profile_zh(query, speakers, asked_at)
