@@ -40,6 +40,7 @@ from typing import Any
 from ..errors import ModelUnavailable
 from . import entities_zh, extractors
 from .aliases import link_aliases
+from .coarse_pos import replace_attribute_ruler
 
 __all__ = [
     "EntityExtractor",
@@ -220,6 +221,8 @@ def load_pipeline(pipeline: str, *, noun_phrases: bool) -> Any:
         if name in _EMBEDDING_PIPES and listeners & needed:
             continue
         nlp.remove_pipe(name)
+    if noun_phrases:
+        replace_attribute_ruler(nlp)  # same POS tags, without the ruler's Matcher
     return nlp
 
 

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..encoders.coarse_pos import COMPONENT as COARSE_POS
 from ..encoders.entities import content_density, head_chars
 from ..encoders.tokenize import count_budget_tokens
 from ..errors import ModelUnavailable
@@ -38,7 +39,7 @@ from .rules import dialogue_signals
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _ENTITY_LABELS_SKIPPED = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "PERCENT", "MONEY",
                                     "QUANTITY", "NOUN_PHRASE"})
-_TAGGING = ("tok2vec", "tagger", "attribute_ruler")
+_TAGGING = ("tok2vec", "tagger", "attribute_ruler", COARSE_POS)
 
 
 @dataclass(frozen=True)
