@@ -68,6 +68,7 @@ def test_loader_one_memory_per_trajectory(data_dir):
     query = first.queries[0]
     assert query.gold == ("0", "1") and query.category == "simple"
     assert query.extra == {"half": "A", "time": "2024-05-03T20:00:00"}
+    assert query.asked_at == "2024-05-03T20:00:00"  # 昨天 in a question counts from here
     second = data.corpora[1]
     assert [u.key for u in second.units] == ["0"]  # a blank message is not stored
     assert second.queries[0].gold == ("0",) and second.queries[0].extra["half"] == "B"

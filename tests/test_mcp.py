@@ -93,6 +93,16 @@ def test_stdio_round_trip_and_scope_isolation(tmp_path, caplog):
                                              "time": "2023-05-08T10:00:00", "source_id": None}
             assert best["why"]["reason"] and isinstance(best["score"], float)
             assert 0.0 <= recalled["no_answer_score"] <= 1.0
+            # as_of hides what was said later; now dates "yesterday" in the query; a bad time is refused.
+            before = await _call(client, "recall", {"query": "When is the Lisbon trip?", "as_of": "2023-05-20"})
+            assert trip not in {p["trace_id"] for ev in before["evidence"] for p in ev["provenance"]}
+            planned = await _call(client, "recall", {"query": "What trip did we plan yesterday?", "k": 1,
+                                                     "now": "2023-06-02T09:00:00"})
+            assert planned["evidence"][0]["provenance"][0]["trace_id"] == trip
+            assert "now" in await _error(client, "recall", {"query": "cat", "now": "not a time"})
+            dated = await _call(client, "context", {"query": "What trip did we plan yesterday?", "k": 1,
+                                                    "now": "2023-06-02", "as_of": "2023-06-02"})
+            assert dated["trace_ids"] == [trip]
 
             ctx = await _call(client, "context", {"query": "Where does Ana work?", "k": 3,
                                                   "budget_tokens": 500})

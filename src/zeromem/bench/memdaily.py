@@ -132,7 +132,7 @@ def load_memdaily(paths: Iterable[str | Path], limit: int | None = None) -> MemD
                 asked = iso_time(item["time"]) if item.get("time") else None
                 queries.append(Query(f"{name}:{item.get('qid', index)}", str(item["question"]), kind,
                                      gold, item.get("answer"), bool(gold),
-                                     {"half": HALVES[position % 2], "time": asked}))
+                                     {"half": HALVES[position % 2], "time": asked}, asked))
                 data.types[kind] = data.types.get(kind, 0) + 1
             data.corpora.append(Corpus(name, units, queries))
             data.messages += len(units)

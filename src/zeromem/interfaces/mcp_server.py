@@ -41,6 +41,9 @@ MAX_RECALL_K = 50
 SESSIONS_URI = "zeromem://sessions"
 SESSION_URI = "zeromem://sessions/{session}"
 TRACE_URI = "zeromem://traces/{trace_id}"
+_NOW = ("when the question is asked (ISO 8601, e.g. 2024-03-14T20:00): 'two days ago', 'last "
+        "week', 昨天 in the query count from that day; without it they are not resolved")
+_AS_OF = "answer as of this time (ISO 8601): later messages are hidden"
 
 _INSTRUCTIONS = """\
 Long-term memory for one user/agent scope (chosen by whoever started this server; you cannot
@@ -182,6 +185,8 @@ def build_server(memory: Memory, *, user: str | None, agent: str | None,
         query: Annotated[str, Field(description="the question or cue, in natural language")],
         k: Annotated[int, Field(ge=1, le=MAX_RECALL_K, description="at most this many turns")] = 10,
         session: Annotated[str | None, Field(description="search only this session")] = None,
+        now: Annotated[str | None, Field(description=_NOW)] = None,
+        as_of: Annotated[str | None, Field(description=_AS_OF)] = None,
     ) -> Recalled:
         """Search long-term memory for evidence about a question, before answering from memory.
 
@@ -193,7 +198,7 @@ def build_server(memory: Memory, *, user: str | None, agent: str | None,
         Retrieval is deterministic code (lexical, dense, entity graph); no LLM is involved.
         """
         with _tool_errors():
-            result = memory.search_detailed(query, k=k, session=session, **scope)
+            result = memory.search_detailed(query, k=k, session=session, now=now, as_of=as_of, **scope)
         return Recalled(query=query, evidence=[_evidence(ev) for ev in result.evidence],
                         no_answer_score=result.no_answer_score)
 
@@ -203,6 +208,8 @@ def build_server(memory: Memory, *, user: str | None, agent: str | None,
         k: Annotated[int, Field(ge=1, le=MAX_RECALL_K, description="at most this many turns")] = 10,
         budget_tokens: Annotated[int, Field(ge=1, description="the block's size limit in tokens")] = 2000,
         session: Annotated[str | None, Field(description="use only this session")] = None,
+        now: Annotated[str | None, Field(description=_NOW)] = None,
+        as_of: Annotated[str | None, Field(description=_AS_OF)] = None,
     ) -> ContextBlock:
         """The evidence for a question as one prompt block, ready to put in your context.
 
@@ -212,7 +219,7 @@ def build_server(memory: Memory, *, user: str | None, agent: str | None,
         """
         with _tool_errors():
             rendered = memory.render_context(query, k=k, budget_tokens=budget_tokens,
-                                             session=session, **scope)
+                                             session=session, now=now, as_of=as_of, **scope)
         return ContextBlock(text=rendered.text, tokens=rendered.tokens,
                             trace_ids=[tid for ev in rendered.evidence for tid in ev.trace_ids])
 
