@@ -2,7 +2,7 @@ import datetime as dt
 
 import numpy as np
 
-from zeromem.encoders.timexpr import parse_absolute
+from zeromem.encoders.timexpr import TimeSpan, parse_absolute
 from zeromem.lifecycle.supersede import state_assertions, supersession
 from zeromem.retrieval.calibrate import SUBJECT_PENALTY, TIME_PENALTY, no_answer_score, subject_compat, time_compat
 
@@ -33,6 +33,13 @@ def test_time_compat_keeps_turns_inside_the_cue():
     assert np.allclose(time_compat(dates, cues), [1, 1 - TIME_PENALTY, 1 - TIME_PENALTY])
     # limited to some turns (a large scope's candidates), the others stay 1
     assert np.allclose(time_compat(dates, cues, np.array([0, 2])), [1, 1, 1 - TIME_PENALTY])
+
+
+def test_time_compat_at_the_ends_of_the_calendar():
+    cues = [TimeSpan("the last day", 0, 1, dt.date.max, dt.date.max, "day"),
+            TimeSpan("the first day", 0, 1, dt.date.min, dt.date.min, "day")]
+    dates = [[(dt.date(9999, 12, 31),) * 2], [(dt.date(1, 1, 1),) * 2], [(dt.date(2023, 5, 8),) * 2]]
+    assert np.allclose(time_compat(dates, cues), [1, 1, 1 - TIME_PENALTY])
 
 
 def test_no_answer_score_is_low_when_evidence_covers_the_query():

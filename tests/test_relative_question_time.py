@@ -75,3 +75,18 @@ def test_a_bad_now_is_refused(cooked):
     from zeromem.errors import InvalidInput
     with pytest.raises(InvalidInput, match="now"):
         cooked.search("What did I make?", user="ana", now="next tuesday-ish")
+
+
+def test_times_no_calendar_holds_neither_break_writes_nor_search(tmp_path):
+    # A turn about prehistory once made every search of its scope fail ("year -4977 is out of
+    # range"); a question about the year 9999 overflowed the time check.
+    with Memory(tmp_path / "m.db", user="ana") as mem:
+        old = mem.add("Jericho was settled 11000 years ago, two days ago I read it.",
+                      session="s1", session_time="2024-03-10T09:00:00")
+        mem.add("The sun will swell in 7977 years.", session="s1")
+        for query, kwargs in [("When was Jericho settled 11000 years ago?", {"now": "2024-03-12"}),
+                              ("What did I read two days ago?", {"now": "2024-03-12"}),
+                              ("What happens on December 31, 9999?", {}),
+                              ("What happens in 7977 years?", {"now": "9999-12-31"})]:
+            assert mem.search(query, **kwargs), query
+        assert mem.search("What did I read two days ago?", now="2024-03-12", k=1)[0].trace_ids == (old,)

@@ -192,7 +192,10 @@ def resolve_relative(text: str, anchor: dt.date | None) -> list[TimeSpan]:
                 continue
             if kind == "zh_month_day" and _inside_absolute(text, m):
                 continue  # 2024年4月1日 is absolute (parse_absolute), not the anchor's year
-            span = _zh_relative(kind, m, anchor) if kind.startswith("zh_") else _resolve_one(kind, m, anchor)
+            try:
+                span = _zh_relative(kind, m, anchor) if kind.startswith("zh_") else _resolve_one(kind, m, anchor)
+            except (ValueError, OverflowError):
+                continue  # "7000 years ago": before year 1, no calendar date to annotate
             if span is None:
                 continue
             first, last, granularity = span

@@ -59,8 +59,10 @@ def time_compat(turn_dates: list[list[tuple[dt.date, dt.date]]], cues: list[Time
 
 
 def _overlaps(span: tuple[dt.date, dt.date], cue: TimeSpan) -> bool:
-    slack = dt.timedelta(days=TIME_SLACK_DAYS.get(cue.granularity, 7))
-    return span[0] <= cue.last + slack and cue.first - slack <= span[1]
+    slack = TIME_SLACK_DAYS.get(cue.granularity, 7)
+    # Day numbers, not dates: a cue in year 9999 plus its slack is past what a date can hold.
+    return (span[0].toordinal() <= cue.last.toordinal() + slack
+            and cue.first.toordinal() - slack <= span[1].toordinal())
 
 
 def no_answer_score(keywords: list[str], evidence_texts: list[str], top_cosine: float) -> float:
