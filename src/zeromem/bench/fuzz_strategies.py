@@ -143,7 +143,15 @@ def _glue(parts: list[str]) -> str:
 
 
 words_text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join)
-plain_text = st.one_of(st.sampled_from(SENTENCES), words_text,
+# Times in text, up to ones no calendar holds ("11000 years ago" once broke a whole scope).
+_counts = st.sampled_from([1, 2, 7977, 11000, 10**12])
+_units = st.sampled_from(["days", "weeks", "weekends", "months", "years"])
+time_phrase = st.one_of(
+    st.builds("{} {} ago".format, _counts, _units), st.builds("in {} {}".format, _counts, _units),
+    st.sampled_from(["on December 31, 9999", "on January 1, 0001", "0001-01-01", "一万年前", "100000天前",
+                     "yesterday", "last weekend", "next year", "上周六", "两周前"]))
+timed_text = st.builds("{} {}".format, st.sampled_from(SENTENCES), time_phrase)
+plain_text = st.one_of(st.sampled_from(SENTENCES), words_text, timed_text,
                        st.text(any_char, min_size=1, max_size=60).filter(str.strip))
 spiced_text = st.lists(st.one_of(plain_text, controls, unicode_digits, whitespace),
                        min_size=1, max_size=5).map(_glue).filter(str.strip)
