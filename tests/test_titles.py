@@ -125,3 +125,24 @@ def test_a_title_written_in_lower_case_by_a_writer_who_capitalizes_names_counts_
         memory.add("Companion books narrate the stories of the enslaved worlds.", session="p2")
         evidence = {e.trace_ids[0]: e for e in memory.search(query, k=2)}
         assert evidence[page].why["h_title"] == strength
+
+
+@pytest.mark.parametrize("query, named", [
+    ("Which company launches rockets from Harbor 9 Field Station?", {"Harbor 9 Field Station"}),
+    ("Which field station is near the harbor?", {"Field Station"}),  # named on its own
+    ("Is Field Station older than Harbor 9 Field Station?", {"Harbor 9 Field Station", "Field Station"}),
+    ("Did Field Station (film) open in 9 cinemas?", {"Field Station", "9"}),
+])
+def test_a_title_inside_a_longer_title_the_query_names_is_not_named(tmp_path, query, named):
+    # "Harbor 9 Field Station" names that page, not the pages "Field Station" and "9" as well;
+    # a shorter title the query also names on its own still counts.
+    pages = {"Harbor 9 Field Station": "A private airstrip in the desert used for rocket tests.",
+             "Field Station (film)": "A 1970 drama about a research outpost.",
+             "9 (album)": "The ninth record of a folk band."}
+    with Memory(tmp_path / "m.db") as memory:
+        ids = {memory.add(text, session=title, metadata={"title": title}): title.split(" (")[0]
+               for title, text in pages.items()}
+        memory.add("Nothing titled here.", session="other")
+        found = {ids[e.trace_ids[0]] for e in memory.search(query, k=4)
+                 if e.trace_ids[0] in ids and e.why["h_title"] > 0}
+        assert found == named

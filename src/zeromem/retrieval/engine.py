@@ -316,13 +316,33 @@ def _title_match(query: str, prep: PreparedScope) -> np.ndarray:
     # A writer who capitalizes names but writes a title's words in lower case ("what science
     # fantasy series…" against the page "Science Fantasy") is using them as common words.
     capitalizes = any(word[:1].isupper() for word in query.split()[1:])
-    for key, nodes in titles.items():
-        if f" {key} " in padded:
-            form = written[key]
-            common = capitalizes and form != form.lower() and form not in query
-            value = strength[key] * (LOWERCASE_TITLE_MATCH if common else 1.0)
-            out[nodes] = np.maximum(out[nodes], value)
+    for key in _outermost(padded, [key for key in titles if f" {key} " in padded]):
+        form = written[key]
+        common = capitalizes and form != form.lower() and form not in query
+        value = strength[key] * (LOWERCASE_TITLE_MATCH if common else 1.0)
+        out[titles[key]] = np.maximum(out[titles[key]], value)
     return out
+
+
+def _outermost(padded: str, keys: list[str]) -> list[str]:
+    """The keys with an occurrence in ``padded`` that no longer key's occurrence covers: a
+    query naming "Figure 2 Ranch Airport" names that page, not the pages "Airport" and "2"."""
+    spans = {key: _occurrences(padded, f" {key} ") for key in keys}
+    longest_first = sorted(keys, key=len, reverse=True)
+    kept = []
+    for key in keys:
+        covers = [span for other in longest_first if len(other) > len(key) for span in spans[other]]
+        if any(not any(a <= s and e <= b for a, b in covers) for s, e in spans[key]):
+            kept.append(key)
+    return kept
+
+
+def _occurrences(text: str, needle: str) -> list[tuple[int, int]]:
+    found, start = [], text.find(needle)
+    while start >= 0:
+        found.append((start, start + len(needle)))
+        start = text.find(needle, start + 1)
+    return found
 
 
 def _lexical_refinement(query: str, lowered_texts: list[str], nodes: np.ndarray) -> np.ndarray:
