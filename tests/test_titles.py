@@ -146,3 +146,18 @@ def test_a_title_inside_a_longer_title_the_query_names_is_not_named(tmp_path, qu
         found = {ids[e.trace_ids[0]] for e in memory.search(query, k=4)
                  if e.trace_ids[0] in ids and e.why["h_title"] > 0}
         assert found == named
+
+
+def test_a_date_or_number_in_a_page_does_not_lead_to_the_page_titled_like_it(tmp_path):
+    pages = {"Harbor Field": "Harbor Field opened in September 1998 with 2 runways; Orbital Works runs it.",
+             "September (film)": "A quiet drama about a family reunion.",
+             "2 (album)": "The second record of a folk band from the coast.",
+             "Orbital Works": "A rocket maker founded by a former test pilot."}
+    with Memory(tmp_path / "m.db") as memory:
+        ids = {memory.add(text, session=title, metadata={"title": title}): title for title, text in pages.items()}
+        memory.add("The bakery on the corner sells rye bread.", session="other")
+        reasons = {ids[e.trace_ids[0]]: e.why["reason"] for e in memory.search(
+            "Which rocket maker runs Harbor Field?", k=5) if e.trace_ids[0] in ids}
+        assert reasons["Harbor Field"] == "primary"
+        assert reasons["Orbital Works"].startswith("named in")  # the name leads to its page
+        assert not any(reasons.get(t, "").startswith("named in") for t in ("September (film)", "2 (album)"))

@@ -12,7 +12,7 @@ direct match.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -34,11 +34,15 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
                        titled_turns: dict[int, list[int]] | None = None,
                        relevance: np.ndarray | None = None,
                        prior: np.ndarray | None = None,
+                       linking: Callable[[int], Sequence[int]] | None = None,
                        name: Callable[[int], str] = str) -> dict[int, tuple[float, str]]:
     """Closure units with their derived scores and the reason they were added.
 
     ``prior`` is the query's per-turn factor the primary scores already carry (e.g. the asker's
     own turns first): a unit closure brings in is scaled by its own, as if it had been ranked.
+
+    ``linking(node)``: the entities of a node that may lead to the page titled after them (the
+    engine passes the ones mentioned as names); default: all of ``unit_entities[node]``.
 
     ``name(node)`` labels a node in the reasons (the engine passes its trace id).
 
@@ -84,7 +88,7 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
         own = relevance if relevance is not None else np.ones(n)
         for node in primary[:TITLE_LINK_SOURCES]:
             base = float(scores[node])
-            for entity in unit_entities[node]:
+            for entity in (linking(node) if linking is not None else unit_entities[node]):
                 for other in titled_turns.get(entity, ()):
                     if other == node or session[other] == session[node]:
                         continue

@@ -218,7 +218,7 @@ class Engine:
                 n_live=prep.n_live, neighbours=cfg.closure_neighbours,
                 bridges=cfg.closure_graph_bridges, titled_turns=prep.titled_turns,
                 relevance=normalize_live(np.maximum(score, 0), prep.index.turns.live()),
-                prior=prior, name=lambda node: prep.trace(node).id)
+                prior=prior, linking=prep.named_entities, name=lambda node: prep.trace(node).id)
             for node, (value, reason) in extra.items():
                 if eligible[node]:
                     chosen[node] = (value, reason)

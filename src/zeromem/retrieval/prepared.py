@@ -22,6 +22,7 @@ from ..views.hierarchy import Hierarchy
 from .calibrate import subject_compat
 
 DISAMBIGUATED_TITLE = 0.5
+NOT_NAME_LABELS = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "PERCENT", "MONEY", "QUANTITY"})
 
 
 class PreparedScope:
@@ -139,6 +140,18 @@ class PreparedScope:
     def titled_turns(self) -> dict[int, list[int]]:
         """Graph entity id → turn nodes titled after that entity."""
         return self._title_data().by_entity
+
+    def named_entities(self, node: int) -> list[int]:
+        """Graph ids of the entities a turn mentions as names, not as a date, time, number or
+        quantity: "September" or "2" in a text does not point at the page "September (2007 film)"
+        or "2 (Dover album)". (Excluding common noun phrases too changed nothing measured.)"""
+        ids = self.graph.entity_index
+        out = []
+        for entity, label, _ in self.index.mentions_of(node):
+            j = ids.get(self.graph.alias.get(entity, entity))
+            if j is not None and label not in NOT_NAME_LABELS:
+                out.append(j)
+        return out
 
     def turns_with_labels(self, labels: frozenset[str]) -> np.ndarray:
         """Per turn node: whether the turn mentions an entity carrying one of ``labels``
