@@ -44,7 +44,9 @@ class RetrievalConfig:
     top_k_primary: int = 10  # K
     window_turns: int = 4
     window_stride: int = 2
-    closure_graph_bridges: int = 2
+    # Turns sharing an entity with two or more primaries: off, since on every dev set they helped
+    # nowhere and cost a tuned or held-out half (docs/decisions.md). Title hops do not depend on it.
+    closure_graph_bridges: int = 0
     closure_neighbours: int = 1
     session_diversity: float = 1.0  # δ: discount per turn already taken from the same session
     question_turn_prior: float = 0.8  # relevance multiplier of a turn that ends in "?"

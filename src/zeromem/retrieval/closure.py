@@ -2,9 +2,10 @@
 
 - Hierarchy neighbours ``N_h``: the turn right after a primary candidate (the reply that usually
   carries the answer to a question-like turn) and, more weakly, the turn before it.
-- Graph bridges ``N_g``: turns that mention entities of two or more different primary
-  candidates — the connective tissue of multi-hop questions — and the episode named after an
-  entity a top candidate mentions (the second hop of a bridge question).
+- Graph ``N_g``: the episode named after an entity a top candidate mentions by name (the
+  second hop of a bridge question), and, when ``bridges`` > 0, turns that mention entities of
+  two or more different primary candidates (off by default: ``RetrievalConfig.
+  closure_graph_bridges``; on the dev sets they helped nowhere, docs/decisions.md).
 A closure unit inherits a decayed share of the score of the candidate(s) that brought it in, and
 competes with the remaining ranked turns for the budget, so closure never crowds out a better
 direct match.
@@ -81,7 +82,7 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
                                              turns_of_entities, bridges,
                                              n if n_live is None else n_live):
             offer(other, BRIDGE_DECAY * mean, "bridge between " + ", ".join(name(source) for source in sources))
-    if titled_turns and bridges > 0:
+    if titled_turns:
         # A candidate that names an entity with an episode of its own (a page titled after it)
         # points at that episode: the second hop of a bridge question. The hop keeps part of the
         # source's score, scaled by how well the target itself matches the query.
