@@ -64,3 +64,32 @@ def test_a_weak_primary_that_a_strong_one_names_is_lifted_but_never_lowered():
     out = _run([0, 2], [1.0, 0, 0.9, 0], [0, 1, 2, 3], unit_entities=ents, titled={3: [2]},
                relevance=[1.0, 0, 0.0, 0], neighbours=0, bridges=1)
     assert 2 not in out
+
+
+def test_title_hops_do_not_depend_on_graph_bridges():
+    # Bridges are off by default (RetrievalConfig.closure_graph_bridges = 0); the second hop to
+    # a page titled after a named entity is not a bridge and still happens.
+    ents = [[3], [], [], []]
+    out = _run([0], [1.0, 0, 0, 0], [0, 1, 2, 3], unit_entities=ents, titled={3: [2]},
+               relevance=[1.0, 0, 0.5, 0], neighbours=0, bridges=0)
+    assert out[2][1] == "named in 0"
+
+
+def test_hops_follow_only_the_entities_linking_allows():
+    ents = [[3, 4], [], [], []]
+    titled = {3: [2], 4: [1]}
+    n = 4
+    df = np.bincount([3, 4], minlength=5).astype(float)
+    next_turn, prev_turn = session_neighbours([0, 1, 2, 3])
+    out = closure_candidates(
+        [0], np.asarray([1.0, 0, 0, 0]), session=np.arange(n), question_like=np.zeros(n, dtype=bool),
+        unit_entities=ents, entity_df=df, turns_of_entities=entity_turns(ents), next_turn=next_turn,
+        prev_turn=prev_turn, neighbours=0, bridges=0, titled_turns=titled,
+        relevance=np.asarray([1.0, 0.5, 0.5, 0]), linking=lambda node: [3])  # 4 was a date, say
+    assert set(out) == {2}
+
+
+def test_graph_bridges_are_off_by_default():
+    from zeromem.config import RetrievalConfig
+
+    assert RetrievalConfig().closure_graph_bridges == 0
