@@ -93,3 +93,24 @@ def test_graph_bridges_are_off_by_default():
     from zeromem.config import RetrievalConfig
 
     assert RetrievalConfig().closure_graph_bridges == 0
+
+
+def test_the_hop_that_matches_what_the_source_left_open_wins():
+    # Turn 0 names entities 3 and 4, each with a page (turns 1 and 2). Page 1 matches the query
+    # better on its own (it repeats what turn 0 already matched); page 2 matches the rest.
+    ents = [[3, 4], [], [], []]
+    titled = {3: [1], 4: [2]}
+    left_open = {(0, 1): 0.0, (0, 2): 1.0}
+    n = 4
+    df = np.bincount([3, 4], minlength=5).astype(float)
+    next_turn, prev_turn = session_neighbours([0, 1, 2, 3])
+    common = dict(session=np.arange(n), question_like=np.zeros(n, dtype=bool), unit_entities=ents,
+                  entity_df=df, turns_of_entities=entity_turns(ents), next_turn=next_turn,
+                  prev_turn=prev_turn, neighbours=0, bridges=0, titled_turns=titled,
+                  relevance=np.asarray([1.0, 0.6, 0.3, 0]))
+    plain = closure_candidates([0], np.asarray([1.0, 0, 0, 0]), **common)
+    assert plain[1][0] > plain[2][0]
+    out = closure_candidates([0], np.asarray([1.0, 0, 0, 0]), residual=lambda s, t: left_open[(s, t)], **common)
+    assert out[2][0] > out[1][0]
+    share = C.RESIDUAL_SHARE
+    assert out[2][0] == pytest.approx(C.TITLE_LINK_DECAY * (0.5 + 0.5 * ((1 - share) * 0.3 + share * 1.0)))

@@ -25,6 +25,7 @@ PREV_DECAY = 0.35
 BRIDGE_DECAY = 0.6
 TITLE_LINK_DECAY = 1.1  # a hop may pass its source: a well-matching page the top hit names (issue 10)
 TITLE_LINK_SOURCES = 3
+RESIDUAL_SHARE = 0.5  # of a hop target's match: the part of the query its source leaves unmatched
 
 
 def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.ndarray,
@@ -36,6 +37,7 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
                        relevance: np.ndarray | None = None,
                        prior: np.ndarray | None = None,
                        linking: Callable[[int], Sequence[int]] | None = None,
+                       residual: Callable[[int, int], float] | None = None,
                        name: Callable[[int], str] = str) -> dict[int, tuple[float, str]]:
     """Closure units with their derived scores and the reason they were added.
 
@@ -44,6 +46,11 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
 
     ``linking(node)``: the entities of a node that may lead to the page titled after them (the
     engine passes the ones mentioned as names); default: all of ``unit_entities[node]``.
+
+    ``residual(source, target)``: how much of what the query asks that ``source`` does not
+    contain ``target`` contains (0..1); a hop's target is judged half on it, half on its own
+    ``relevance`` — the second hop answers the rest of a bridge question, not the part the
+    first hop already matched.
 
     ``name(node)`` labels a node in the reasons (the engine passes its trace id).
 
@@ -85,7 +92,7 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
     if titled_turns:
         # A candidate that names an entity with an episode of its own (a page titled after it)
         # points at that episode: the second hop of a bridge question. The hop keeps part of the
-        # source's score, scaled by how well the target itself matches the query.
+        # source's score, scaled by how well the target matches the query and what it leaves.
         own = relevance if relevance is not None else np.ones(n)
         for node in primary[:TITLE_LINK_SOURCES]:
             base = float(scores[node])
@@ -93,8 +100,10 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
                 for other in titled_turns.get(entity, ()):
                     if other == node or session[other] == session[node]:
                         continue
-                    offer(other, TITLE_LINK_DECAY * base * (0.5 + 0.5 * float(own[other])),
-                          f"named in {name(node)}")
+                    match = float(own[other])
+                    if residual is not None:
+                        match = (1 - RESIDUAL_SHARE) * match + RESIDUAL_SHARE * residual(node, other)
+                    offer(other, TITLE_LINK_DECAY * base * (0.5 + 0.5 * match), f"named in {name(node)}")
     return found
 
 

@@ -128,7 +128,7 @@ class Engine:
         views = self._views(prep, query, qvec, qtokens, profile, eligible)
         prior = _role_prior(prep, profile)
         score, compat = self._ranking(prep, profile, plan, views, eligible, skip_graph, prior)
-        chosen = self._candidates(prep, score, eligible, budget, prior)
+        chosen = self._candidates(prep, score, eligible, budget, prior, qtokens)
         ranked, superseded = self._selection(prep, profile, qtokens, chosen, budget, as_of)
         evidence = [self._evidence(prep, node, value, reason, superseded, {
             "graph": float(views.graph[node]), "ppr": float(views.ppr[node]),
@@ -203,7 +203,7 @@ class Engine:
         return np.where(eligible, _settle(score), -1.0), compat
 
     def _candidates(self, prep: PreparedScope, score: np.ndarray, eligible: np.ndarray, budget: int,
-                    prior: np.ndarray | None) -> dict[int, tuple[float, str]]:
+                    prior: np.ndarray | None, qtokens: list[str]) -> dict[int, tuple[float, str]]:
         """turn → (score, reason): the top-K primary turns, their closure (replies, context
         turns, graph bridges, episode-title hops) and the next best by score."""
         cfg = self.config
@@ -218,7 +218,8 @@ class Engine:
                 n_live=prep.n_live, neighbours=cfg.closure_neighbours,
                 bridges=cfg.closure_graph_bridges, titled_turns=prep.titled_turns,
                 relevance=normalize_live(np.maximum(score, 0), prep.index.turns.live()),
-                prior=prior, linking=prep.named_entities, name=lambda node: prep.trace(node).id)
+                prior=prior, linking=prep.named_entities, name=lambda node: prep.trace(node).id,
+                residual=_residual_match(query_term_weights(qtokens, prep.term_df, prep.n_live), prep))
             for node, (value, reason) in extra.items():
                 if eligible[node]:
                     chosen[node] = (value, reason)
@@ -322,6 +323,17 @@ def _title_match(query: str, prep: PreparedScope) -> np.ndarray:
         value = strength[key] * (LOWERCASE_TITLE_MATCH if common else 1.0)
         out[titles[key]] = np.maximum(out[titles[key]], value)
     return out
+
+
+def _residual_match(weights: dict[str, float], prep: PreparedScope) -> Callable[[int, int], float]:
+    """residual(source, target): the idf-weighted share of the query terms missing from turn
+    ``source`` that turn ``target`` contains (0 when ``source`` has them all)."""
+    def residual(source: int, target: int) -> float:
+        have, got = prep.turn_terms[source], prep.turn_terms[target]
+        left = [(term, weight) for term, weight in weights.items() if term not in have]
+        total = sum(weight for _, weight in left)
+        return sum(weight for term, weight in left if term in got) / total if total else 0.0
+    return residual
 
 
 def _outermost(padded: str, keys: list[str]) -> list[str]:
