@@ -205,7 +205,7 @@ class Engine:
     def _candidates(self, prep: PreparedScope, score: np.ndarray, eligible: np.ndarray, budget: int,
                     prior: np.ndarray | None, qtokens: list[str]) -> dict[int, tuple[float, str]]:
         """turn → (score, reason): the top-K primary turns, their closure (replies, context
-        turns, graph bridges, episode-title hops) and the next best by score."""
+        turns, title hops, graph bridges when enabled) and the next best by score."""
         cfg = self.config
         primary = [int(i) for i in top_indices(score, min(cfg.top_k_primary, budget)) if score[i] > 0]
         chosen: dict[int, tuple[float, str]] = {i: (float(score[i]), "primary") for i in primary}
