@@ -128,8 +128,9 @@ class Engine:
         views = self._views(prep, query, qvec, qtokens, profile, eligible)
         prior = _role_prior(prep, profile)
         score, compat = self._ranking(prep, profile, plan, views, eligible, skip_graph, prior)
-        chosen = self._candidates(prep, score, eligible, budget, prior, qtokens)
-        ranked, superseded = self._selection(prep, profile, qtokens, chosen, budget, as_of)
+        weights = query_term_weights(qtokens, prep.term_df, prep.n_live)  # closure and selection
+        chosen = self._candidates(prep, score, eligible, budget, prior, weights)
+        ranked, superseded = self._selection(prep, profile, weights, chosen, budget, as_of)
         evidence = [self._evidence(prep, node, value, reason, superseded, {
             "graph": float(views.graph[node]), "ppr": float(views.ppr[node]),
             "lexical_refinement": float(views.refine[node]), "hierarchy": float(views.hierarchy[node]),
@@ -203,7 +204,7 @@ class Engine:
         return np.where(eligible, _settle(score), -1.0), compat
 
     def _candidates(self, prep: PreparedScope, score: np.ndarray, eligible: np.ndarray, budget: int,
-                    prior: np.ndarray | None, qtokens: list[str]) -> dict[int, tuple[float, str]]:
+                    prior: np.ndarray | None, weights: dict[str, float]) -> dict[int, tuple[float, str]]:
         """turn → (score, reason): the top-K primary turns, their closure (replies, context
         turns, title hops, graph bridges when enabled) and the next best by score."""
         cfg = self.config
@@ -219,7 +220,7 @@ class Engine:
                 bridges=cfg.closure_graph_bridges, titled_turns=prep.titled_turns,
                 relevance=normalize_live(np.maximum(score, 0), prep.index.turns.live()),
                 prior=prior, linking=prep.named_entities, name=lambda node: prep.trace(node).id,
-                residual=_residual_match(query_term_weights(qtokens, prep.term_df, prep.n_live), prep))
+                residual=_residual_match(weights, prep))
             for node, (value, reason) in extra.items():
                 if eligible[node]:
                     chosen[node] = (value, reason)
@@ -228,7 +229,7 @@ class Engine:
                 chosen[int(i)] = (float(score[i]), "ranked")
         return chosen
 
-    def _selection(self, prep: PreparedScope, profile: QueryProfile, qtokens: list[str],
+    def _selection(self, prep: PreparedScope, profile: QueryProfile, weights: dict[str, float],
                    chosen: dict[int, tuple[float, str]], budget: int, as_of: dt.datetime | None
                    ) -> tuple[list[tuple[int, tuple[float, str]]], dict[int, int]]:
         """(at most ``budget`` turns in evidence order, superseded turn → its successor): chosen
@@ -239,7 +240,7 @@ class Engine:
             diversity=min(AGGREGATE_DIVERSITY, cfg.session_diversity) if profile.aggregation
             else cfg.session_diversity,
             coverage_gain=cfg.coverage_gain, turn_terms=prep.turn_terms,
-            query_weights=query_term_weights(qtokens, prep.term_df, prep.n_live))
+            query_weights=weights)
         # As of a time, the state is the newest assertion visible then, not the newest today.
         superseded = prep.superseded_by if as_of is None else prep.superseded_within(
             (prep.turn_time <= as_of.isoformat()) & prep.alive)
