@@ -3,6 +3,8 @@
 profile φ(q) → route ρ → view 1 (graph PPR + lexical refinement) and view 2 (hierarchy) →
 fusion → top-K primary → closure → calibration → at most ``k`` turns of evidence.
 No step calls a language model; the only encoder touched per query is the query embedding.
+A scope of fewer than ``SMALL_SCOPE_TURNS`` turns is ranked by the turn level alone (no graph
+view, no span, window or episode level): those views need a long history to tell turns apart.
 
 A search may be told to ``skip`` channels whose encoder is down (docs/decisions.md, "Degraded
 search"): ``"dense"`` (no query embedding: BM25 alone scores every level, entities align by
@@ -26,7 +28,7 @@ from ..encoders.entities import normalize_title
 from ..indexes.topk import top_indices
 from ..types import Evidence, Provenance
 from ..views.graph import align_entities, query_ngrams
-from ..views.hierarchy import hierarchy_scores
+from ..views.hierarchy import LEVEL_WEIGHTS, hierarchy_scores
 from .calibrate import no_answer_score, time_compat
 from .closure import closure_candidates
 from .fuse import fuse, normalize_live
@@ -48,6 +50,16 @@ ASKER_ROLE_PENALTY = 0.5
 AGGREGATE_DIVERSITY = 0.9  # δ for them when the configured session_diversity is plain ranking
 LOWERCASE_TITLE_MATCH = 0.5  # title match strength when the query writes a capitalized title in lower case
 TITLE_WEIGHT = 1.0  # a trace whose title (Trace.title) the query names outright
+# A memory of a few turns is too small for the views built to search a long history: a 4-turn
+# window or a day's episode covers much of it (its score is shared by most turns), its few
+# entities are each named in most turns (PPR mass follows degree, not the query), idf from a
+# handful of turns is noise (a word in 5 of 8 turns, often the question's subject, counts for
+# nearly nothing), and only long turns have spans (a span score is a length bonus there). Below
+# SMALL_SCOPE_TURNS live turns (about one conversation session) a turn is ranked by its own
+# turn-level score, the dense cosine leading, with no graph view.
+SMALL_SCOPE_TURNS = 24
+SMALL_SCOPE_LEXICAL_SHARE = 0.35
+SMALL_SCOPE_LEVELS = ("turn",)
 DENSE, GRAPH = "dense", "graph"  # the channels a degraded search can skip
 
 
@@ -151,6 +163,10 @@ class Engine:
         grams = query_ngrams([w for w in profile.words])
         aligned = align_entities(prep.graph, grams, qvec, index.entity_matrix(), index.entity_names)
         share = AGGREGATE_LEXICAL_SHARE if profile.aggregation else LEXICAL_SHARE
+        levels = None  # hierarchy.LEVEL_WEIGHTS
+        if _small(prep):
+            share = min(share, SMALL_SCOPE_LEXICAL_SHARE)
+            levels = {level: LEVEL_WEIGHTS[level] for level in SMALL_SCOPE_LEVELS}
         if qvec is None:
             share = 1.0  # no cosine to mix in: BM25 is each level's whole score
         if prep.n_live > cfg.large_scope_turns:
@@ -163,7 +179,7 @@ class Engine:
                                       lexical_share=share)
         lifted = scores.lifted
         lifted["title"] = title
-        hier = hierarchy_scores(lifted) + TITLE_WEIGHT * lifted["title"]
+        hier = hierarchy_scores(lifted, levels) + TITLE_WEIGHT * lifted["title"]
         ppr = normalize_live(scores.ppr, index.turns.live())
         # Verbatim term checks are string work: spend them only on turns that can still win.
         shortlist = top_indices(np.where(prep.alive, _settle(np.maximum(hier, ppr)), -1.0), REFINE_SHORTLIST)
@@ -184,6 +200,8 @@ class Engine:
         if not cfg.use_hierarchy:
             w_graph, w_hier = 1.0, 0.0
         if skip_graph:  # entity mentions are missing for some turns: PPR over them would be skewed
+            w_graph, w_hier = 0.0, 1.0
+        if _small(prep):
             w_graph, w_hier = 0.0, 1.0
         fused = fuse({"graph": views.graph, "hierarchy": views.hierarchy}, {"graph": w_graph, "hierarchy": w_hier})
         compat = np.ones(prep.n_turns)
@@ -259,6 +277,11 @@ class Engine:
                         score=round(score, 6), level="turn", why={"reason": reason, **why},
                         annotations=notes,
                         superseded_by=prep.trace(newer).id if newer is not None else None)
+
+
+def _small(prep: PreparedScope) -> bool:
+    """Whether the scope is small enough that only the turn-level views can discriminate."""
+    return prep.n_live < SMALL_SCOPE_TURNS
 
 
 def _role_prior(prep: PreparedScope, profile: QueryProfile) -> np.ndarray | None:
