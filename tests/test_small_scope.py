@@ -1,9 +1,9 @@
 """A memory of a few turns is ranked by its turns, not by the views built for long histories.
 
-Below ``engine.SMALL_SCOPE_TURNS`` live turns a window or an episode covers most of the memory,
-the few entities are named in most turns, idf over a handful of turns is noise and only long
-turns have spans; there a turn is ranked by its turn-level score alone (no span, window or episode
-level, no graph view), with a smaller BM25 share.
+Below ``engine.SMALL_SCOPE_TURNS`` live turns the few entities are named in most turns and idf
+over a handful of turns is noise: the graph view gets no weight and BM25 a smaller share. When one
+speaker wrote such a memory, windows and episodes (which join statements that do not answer each
+other, and cover much of the memory) do not count either.
 """
 
 import numpy as np
@@ -27,9 +27,10 @@ CAT, PARROT = SISTER[1], SISTER[5]
 ASKED = "Does my sister Ines have a pet animal?"
 
 
-def _memory(tmp_path, turns: list[str]) -> Memory:
+def _memory(tmp_path, turns: list[str], speakers: tuple[str, ...] = ("me",)) -> Memory:
     mem = Memory(tmp_path / "m.db", user="u")
-    mem.add_many([{"text": t, "session": f"s{i // 6}"} for i, t in enumerate(turns)], user="u")
+    mem.add_many([{"text": t, "session": f"s{i // 6}", "speaker": speakers[i % len(speakers)]}
+                  for i, t in enumerate(turns)], user="u")
     return mem
 
 
@@ -43,6 +44,7 @@ def test_a_word_most_turns_share_still_counts_in_a_small_memory(tmp_path):
     mem = _memory(tmp_path, SISTER)
     scores = _scores(mem, ASKED)
     assert scores[CAT] > scores[PARROT]
+    assert mem.search(ASKED, user="u", k=1)[0].text == CAT
     mem.close()
 
 
@@ -52,6 +54,7 @@ def test_without_the_small_scope_rule_the_rare_word_wins(tmp_path, monkeypatch):
     mem = _memory(tmp_path, SISTER)
     scores = _scores(mem, ASKED)
     assert scores[PARROT] > scores[CAT]
+    assert mem.search(ASKED, user="u", k=1)[0].text == PARROT
     mem.close()
 
 
@@ -60,17 +63,21 @@ def _level_mix(why: dict, levels) -> float:
     return mix + engine.TITLE_WEIGHT * why["h_title"]
 
 
-@pytest.mark.parametrize("n_turns, levels", [
-    (engine.SMALL_SCOPE_TURNS - 1, ("turn",)),
-    (engine.SMALL_SCOPE_TURNS, ("turn", "span", "window", "episode")),
+ALL_LEVELS = ("turn", "span", "window", "episode")
+
+
+@pytest.mark.parametrize("n_turns, speakers, levels", [
+    (engine.SMALL_SCOPE_TURNS - 1, ("me",), engine.ONE_SPEAKER_LEVELS),
+    (engine.SMALL_SCOPE_TURNS, ("me",), ALL_LEVELS),
+    (engine.SMALL_SCOPE_TURNS - 1, ("Ana", "Rui"), ALL_LEVELS),  # a conversation keeps its windows
 ])
-def test_spans_windows_and_episodes_count_from_the_threshold_on(tmp_path, n_turns, levels):
+def test_windows_and_episodes_count_from_the_threshold_on_or_with_two_speakers(tmp_path, n_turns, speakers, levels):
     turns = [f"Note {i}: the ferry to island {i % 5} leaves at {7 + i % 9} o'clock." for i in range(n_turns)]
     turns[3] = ("The timetable changed this spring and the harbour office printed new sheets for every "
                 "island. The ferry to island 3 now leaves at eight in the morning on weekdays. On "
                 "Sundays the first ferry to island 3 waits for the train from the city and leaves at "
                 "ten. Tickets are sold on board, cash only, and the last boat back is at six.")
-    mem = _memory(tmp_path, turns)
+    mem = _memory(tmp_path, turns, speakers)
     evidence = mem.search_detailed("When does the ferry to island 3 leave?", user="u", k=8).evidence
     assert any(e.why["h_span"] > 0 for e in evidence)  # the long turn has spans
     for e in evidence:

@@ -3,8 +3,8 @@
 profile φ(q) → route ρ → view 1 (graph PPR + lexical refinement) and view 2 (hierarchy) →
 fusion → top-K primary → closure → calibration → at most ``k`` turns of evidence.
 No step calls a language model; the only encoder touched per query is the query embedding.
-A scope of fewer than ``SMALL_SCOPE_TURNS`` turns is ranked by the turn level alone (no graph
-view, no span, window or episode level): those views need a long history to tell turns apart.
+A scope of fewer than ``SMALL_SCOPE_TURNS`` turns is ranked without the graph view (its few
+entities are in most turns), and, when one speaker wrote it, without windows and episodes.
 
 A search may be told to ``skip`` channels whose encoder is down (docs/decisions.md, "Degraded
 search"): ``"dense"`` (no query embedding: BM25 alone scores every level, entities align by
@@ -50,16 +50,16 @@ ASKER_ROLE_PENALTY = 0.5
 AGGREGATE_DIVERSITY = 0.9  # δ for them when the configured session_diversity is plain ranking
 LOWERCASE_TITLE_MATCH = 0.5  # title match strength when the query writes a capitalized title in lower case
 TITLE_WEIGHT = 1.0  # a trace whose title (Trace.title) the query names outright
-# A memory of a few turns is too small for the views built to search a long history: a 4-turn
-# window or a day's episode covers much of it (its score is shared by most turns), its few
-# entities are each named in most turns (PPR mass follows degree, not the query), idf from a
+# A memory of a few turns is too small for some views built to search a long history: its few
+# entities are each named in most turns (PPR mass follows degree, not the query) and idf from a
 # handful of turns is noise (a word in 5 of 8 turns, often the question's subject, counts for
-# nearly nothing), and only long turns have spans (a span score is a length bonus there). Below
-# SMALL_SCOPE_TURNS live turns (about one conversation session) a turn is ranked by its own
-# turn-level score, the dense cosine leading, with no graph view.
+# nearly nothing). Below SMALL_SCOPE_TURNS live turns (about one conversation session) the graph
+# view gets no weight and the dense cosine leads each level's score. In such a memory written by
+# one speaker (notes, facts told one by one) a window or a day's episode joins statements that
+# do not answer each other and covers much of the memory: only the turn and span levels count.
 SMALL_SCOPE_TURNS = 24
 SMALL_SCOPE_LEXICAL_SHARE = 0.35
-SMALL_SCOPE_LEVELS = ("turn",)
+ONE_SPEAKER_LEVELS = ("turn", "span")
 DENSE, GRAPH = "dense", "graph"  # the channels a degraded search can skip
 
 
@@ -166,7 +166,8 @@ class Engine:
         levels = None  # hierarchy.LEVEL_WEIGHTS
         if _small(prep):
             share = min(share, SMALL_SCOPE_LEXICAL_SHARE)
-            levels = {level: LEVEL_WEIGHTS[level] for level in SMALL_SCOPE_LEVELS}
+            if len(prep.speakers) <= 1:
+                levels = {level: LEVEL_WEIGHTS[level] for level in ONE_SPEAKER_LEVELS}
         if qvec is None:
             share = 1.0  # no cosine to mix in: BM25 is each level's whole score
         if prep.n_live > cfg.large_scope_turns:
@@ -280,7 +281,7 @@ class Engine:
 
 
 def _small(prep: PreparedScope) -> bool:
-    """Whether the scope is small enough that only the turn-level views can discriminate."""
+    """Whether the scope is too small for the graph view (and, with one speaker, for windows)."""
     return prep.n_live < SMALL_SCOPE_TURNS
 
 
