@@ -80,6 +80,7 @@ def test_windows_and_episodes_count_from_the_threshold_on_or_with_two_speakers(t
     mem = _memory(tmp_path, turns, speakers)
     evidence = mem.search_detailed("When does the ferry to island 3 leave?", user="u", k=8).evidence
     assert any(e.why["h_span"] > 0 for e in evidence)  # the long turn has spans
+    assert all(e.why["small_scope"] == (n_turns < engine.SMALL_SCOPE_TURNS) for e in evidence)
     for e in evidence:
         assert e.why["hierarchy"] == pytest.approx(_level_mix(e.why, levels))
     mem.close()

@@ -143,12 +143,13 @@ class Engine:
         weights = query_term_weights(qtokens, prep.term_df, prep.n_live)  # closure and selection
         chosen = self._candidates(prep, score, eligible, budget, prior, weights)
         ranked, superseded = self._selection(prep, profile, weights, chosen, budget, as_of)
+        small = _small(prep)  # the graph view (and, with one speaker, windows) did not count
         evidence = [self._evidence(prep, node, value, reason, superseded, {
             "graph": float(views.graph[node]), "ppr": float(views.ppr[node]),
             "lexical_refinement": float(views.refine[node]), "hierarchy": float(views.hierarchy[node]),
             **{f"h_{lvl}": float(v[node]) for lvl, v in views.lifted.items()},
             "dense_cosine": float(views.dense_cosine[node]), "compatibility": float(compat[node]),
-            "route": plan.primary}) for node, (value, reason) in ranked]
+            "route": plan.primary, "small_scope": small}) for node, (value, reason) in ranked]
         no_answer = _no_answer(prep, profile, views, [node for node, _ in ranked[:3]])
         return SearchResult(evidence, profile, plan, no_answer, _timings(t0, t_enc))
 
