@@ -137,13 +137,13 @@ class Engine:
             return SearchResult([], profile, plan, 1.0, _timings(t0, t_enc))
         budget = max(1, int(k))
         eligible = _eligible(prep, session, as_of, allowed_rowids, hidden_rowids) & prep.alive
-        views = self._views(prep, query, qvec, qtokens, profile, eligible)
+        small = _small(prep)
+        views = self._views(prep, query, qvec, qtokens, profile, eligible, small)
         prior = _role_prior(prep, profile)
-        score, compat = self._ranking(prep, profile, plan, views, eligible, skip_graph, prior)
+        score, compat = self._ranking(prep, profile, plan, views, eligible, skip_graph or small, prior)
         weights = query_term_weights(qtokens, prep.term_df, prep.n_live)  # closure and selection
         chosen = self._candidates(prep, score, eligible, budget, prior, weights)
         ranked, superseded = self._selection(prep, profile, weights, chosen, budget, as_of)
-        small = _small(prep)  # the graph view (and, with one speaker, windows) did not count
         evidence = [self._evidence(prep, node, value, reason, superseded, {
             "graph": float(views.graph[node]), "ppr": float(views.ppr[node]),
             "lexical_refinement": float(views.refine[node]), "hierarchy": float(views.hierarchy[node]),
@@ -154,7 +154,7 @@ class Engine:
         return SearchResult(evidence, profile, plan, no_answer, _timings(t0, t_enc))
 
     def _views(self, prep: PreparedScope, query: str, qvec: np.ndarray | None, qtokens: list[str],
-               profile: QueryProfile, eligible: np.ndarray) -> _TurnViews:
+               profile: QueryProfile, eligible: np.ndarray, small: bool) -> _TurnViews:
         """Every turn scored by view 2 (BM25 + cosine at every level, lifted onto turns by the
         hierarchy, plus a named episode) and view 1 (PPR from the aligned entities and the
         best turns, then lexical refinement). Large scopes score their candidate turns only."""
@@ -165,7 +165,7 @@ class Engine:
         aligned = align_entities(prep.graph, grams, qvec, index.entity_matrix(), index.entity_names)
         share = AGGREGATE_LEXICAL_SHARE if profile.aggregation else LEXICAL_SHARE
         levels = None  # hierarchy.LEVEL_WEIGHTS
-        if _small(prep):
+        if small:
             share = min(share, SMALL_SCOPE_LEXICAL_SHARE)
             if len(prep.speakers) <= 1:
                 levels = {level: LEVEL_WEIGHTS[level] for level in ONE_SPEAKER_LEVELS}
@@ -201,9 +201,9 @@ class Engine:
             w_graph, w_hier = 0.0, 1.0
         if not cfg.use_hierarchy:
             w_graph, w_hier = 1.0, 0.0
-        if skip_graph:  # entity mentions are missing for some turns: PPR over them would be skewed
-            w_graph, w_hier = 0.0, 1.0
-        if _small(prep):
+        # Entity mentions are missing for some turns (PPR over them would be skewed), or the
+        # scope is too small for the graph to tell turns apart (SMALL_SCOPE_TURNS).
+        if skip_graph:
             w_graph, w_hier = 0.0, 1.0
         fused = fuse({"graph": views.graph, "hierarchy": views.hierarchy}, {"graph": w_graph, "hierarchy": w_hier})
         compat = np.ones(prep.n_turns)
