@@ -114,3 +114,35 @@ def test_the_hop_that_matches_what_the_source_left_open_wins():
     assert out[2][0] > out[1][0]
     share = C.RESIDUAL_SHARE
     assert out[2][0] == pytest.approx(C.TITLE_LINK_DECAY * (0.5 + 0.5 * ((1 - share) * 0.3 + share * 1.0)))
+
+
+def test_a_statement_asked_about_brings_in_the_answer():
+    # 0 states, 1 asks about it, 2 answers: the answer inherits ANSWER_AFTER_QUESTION_DECAY
+    out = _run([0], [1.0, 0.0, 0.0, 0.0], [0, 0, 0, 0], question_like=[False, True, False, False])
+    assert out[2] == (pytest.approx(C.ANSWER_AFTER_QUESTION_DECAY), "answer to the question after 0")
+    assert out[1][1] == "reply to 0"  # the question itself is still the plain reply
+    assert 3 not in out
+
+
+def test_no_answer_is_taken_when_the_next_turn_does_not_ask():
+    out = _run([0], [1.0, 0.0, 0.0], [0, 0, 0], question_like=[False, False, False])
+    assert 2 not in out
+
+
+def test_a_question_primary_takes_its_reply_not_the_turn_after_it():
+    # 0 asks, 1 answers (a question too), 2 follows: only the reply is the answer to 0
+    out = _run([0], [1.0, 0.0, 0.0], [0, 0, 0], question_like=[True, True, False])
+    assert out[1][0] == pytest.approx(C.NEXT_AFTER_QUESTION_DECAY)
+    assert 2 not in out
+
+
+def test_the_answer_stays_in_the_session_and_needs_neighbours():
+    # the question is the last turn of its session: the next session's first turn answers nothing
+    assert 2 not in _run([0], [1.0, 0.0, 0.0], [0, 0, 1], question_like=[False, True, False])
+    assert _run([0], [1.0, 0.0, 0.0], [0, 0, 0], question_like=[False, True, False], neighbours=0) == {}
+
+
+def test_an_answer_reached_twice_keeps_the_better_offer():
+    # 2 answers the question after 0 (0.75 × 1.0) and is the reply to primary 3's context (0.35 × 0.5)
+    out = _run([0, 3], [1.0, 0.0, 0.0, 0.5], [0, 0, 0, 0], question_like=[False, True, False, False])
+    assert out[2][0] == pytest.approx(C.ANSWER_AFTER_QUESTION_DECAY)

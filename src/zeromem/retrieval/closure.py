@@ -1,7 +1,9 @@
 """Closure C(q) = Dedup(M(q) ∪ N_g(M(q)) ∪ N_h(M(q))) within the caller's turn budget (SPEC §2.5).
 
 - Hierarchy neighbours ``N_h``: the turn right after a primary candidate (the reply that usually
-  carries the answer to a question-like turn) and, more weakly, the turn before it.
+  carries the answer to a question-like turn) and, more weakly, the turn before it; after a
+  statement that the next turn asks about ("Here's my painting for the show!" → "What inspired
+  it?"), the answer to that question.
 - Graph ``N_g``: the episode named after an entity a top candidate mentions by name (the
   second hop of a bridge question), and, when ``bridges`` > 0, turns that mention entities of
   two or more different primary candidates (off by default: ``RetrievalConfig.
@@ -22,6 +24,9 @@ from .select import ByNode
 NEXT_DECAY = 0.55
 NEXT_AFTER_QUESTION_DECAY = 0.8
 PREV_DECAY = 0.35
+# A statement, a question about it, its answer: the answer says more of what the statement
+# started, in words of its own (issue 10, session 6).
+ANSWER_AFTER_QUESTION_DECAY = 0.75
 BRIDGE_DECAY = 0.6
 TITLE_LINK_DECAY = 1.1  # a hop may pass its source: a well-matching page the top hit names (issue 10)
 TITLE_LINK_SOURCES = 3
@@ -84,6 +89,10 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
                 offer(after, base * decay ** step, f"reply to {name(node)}")
             if before >= 0:
                 offer(before, base * PREV_DECAY ** step, f"context of {name(node)}")
+        asked = int(next_turn[node]) if neighbours > 0 and not question_like[node] else -1
+        if asked >= 0 and question_like[asked] and next_turn[asked] >= 0:
+            offer(int(next_turn[asked]), base * ANSWER_AFTER_QUESTION_DECAY,
+                  f"answer to the question after {name(node)}")
     if bridges > 0 and len(primary) > 1:
         for other, mean, sources in _bridges(primary, scores, unit_entities, entity_df,
                                              turns_of_entities, bridges,
