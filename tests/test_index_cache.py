@@ -176,9 +176,6 @@ def test_deleting_a_scope_drops_its_in_memory_index_too(tmp_path):
         assert best.text == "Caroline adopted a grey cat named Biscuit."
 
 
-
-
-
 uses = st.lists(st.tuples(st.sampled_from("abcdef"), st.integers(1, 60)), max_size=60)
 
 
