@@ -200,3 +200,18 @@ def test_the_cache_behaves_like_a_least_recently_used_list_bounded_by_bytes(budg
         assert cache.held_keys() == [key(n) for n, _ in model]
         assert cache.stats().bytes == sum(b for _, b in model)
     assert len(evicted) == cache.stats().evictions
+
+
+def test_long_containers_are_sampled_close_to_their_exact_size():
+    import zeromem.retrieval.footprint as footprint
+
+    texts = [("word " * (n % 50 + 1)) + str(n) for n in range(20_000)]
+    data = {"texts": texts, "index": {text: n for n, text in enumerate(texts)}, "vectors": np.zeros((500, 64))}
+    sampled = deep_nbytes(data)
+    saved = footprint.SAMPLED_ABOVE
+    footprint.SAMPLED_ABOVE = 10**9
+    try:
+        exact = deep_nbytes(data)
+    finally:
+        footprint.SAMPLED_ABOVE = saved
+    assert 0.9 * exact <= sampled <= 1.5 * exact  # shared keys may be counted twice: never far below
