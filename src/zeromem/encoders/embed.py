@@ -1,11 +1,12 @@
 """Dense sentence embeddings behind one small interface, with two real backends.
 
 * ``SentenceTransformerEmbedder`` runs the model through PyTorch (sentence-transformers).
-* ``OnnxEmbedder`` runs the same model through ONNX Runtime. The graph is exported once from
-  the local model (no network) and cached; with ``quantize=True`` its MatMul weights are
-  dynamically quantized to int8 (per channel). Measured on a 2-core EPYC: a query encodes in
-  ~9 ms instead of ~25-55 ms through torch, at mean cosine 0.991 to the torch vectors and equal
-  dense recall on LoCoMo (fp32 export: cosine 1.0000, ~13 ms). See docs/decisions.md.
+* ``OnnxEmbedder`` runs the same model through ONNX Runtime, without torch. The graph is built
+  once from the local model's weights (no network; ``onnx_export.py``) and cached; with
+  ``quantize=True`` its MatMul weights are dynamically quantized to int8 (per channel).
+  Measured on a 2-core EPYC: a query encodes in ~9 ms instead of ~25-55 ms through torch,
+  at mean cosine 0.991 to the torch vectors and equal dense recall on LoCoMo (fp32 export:
+  cosine 1.0000, ~13 ms). See docs/decisions.md.
 
 Every backend returns float32 rows with unit L2 norm, so a dot product is the cosine.
 
@@ -67,7 +68,12 @@ class SentenceTransformerEmbedder(Embedder):
 
     def __init__(self, model: str = DEFAULT_MODEL, *, threads: int = 1, batch_size: int = 64) -> None:
         check_run_options(threads, batch_size)
-        import torch
+        try:
+            import torch
+        except ImportError as err:
+            raise ModelUnavailable("embedding_backend='torch' needs the torch extra: "
+                                   "`pip install 'zeromem[torch]'` (pin the CPU build of torch "
+                                   "first to avoid its CUDA libraries)") from err
 
         torch.set_num_threads(threads)
         self._model = load_sentence_transformer(model)
@@ -113,8 +119,8 @@ class OnnxEmbedder(Embedder):
             import onnxruntime as ort
             from tokenizers import Tokenizer
         except ImportError as err:
-            raise ModelUnavailable("the ONNX backend needs onnxruntime and tokenizers: "
-                                   "`pip install 'zeromem[onnx]'`") from err
+            raise ModelUnavailable("the ONNX backend needs onnxruntime and tokenizers (core "
+                                   "dependencies of zeromem): `pip install onnxruntime tokenizers`") from err
         from .onnx_export import ensure_export
 
         export = ensure_export(model, Path(cache_dir) if cache_dir else default_cache_dir(),

@@ -63,7 +63,7 @@ def load_sentence_transformer(model: str) -> Any:
         from sentence_transformers import SentenceTransformer
     except ImportError as err:
         raise ModelUnavailable("sentence-transformers is not installed: "
-                               "`pip install sentence-transformers`") from err
+                               "`pip install 'zeromem[torch]'`") from err
     try:
         from transformers.utils import logging as hf_logging
 
