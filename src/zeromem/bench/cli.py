@@ -19,13 +19,23 @@ import typer
 
 from ..config import Config
 from ..errors import ZeromemError
-from . import hotpotqa, locomo, report
+from ..interfaces.extras import require
+from . import hotpotqa, locomo
 from .runner import execute
 from .zeromem_system import ABLATIONS
 
 bench_app = typer.Typer(name="bench", no_args_is_help=True, add_completion=False,
                         pretty_exceptions_enable=False,
                         help="Measure retrieval quality, latency and LLM cost on public benchmarks.")
+
+
+@bench_app.callback()
+def _needs_the_bench_extra(ctx: typer.Context) -> None:
+    """Every bench command needs the ``[bench]`` extra (tables, plots, the served surfaces)."""
+    try:
+        require("bench", f"zeromem bench {ctx.invoked_subcommand or ''}".strip())
+    except ZeromemError as exc:
+        _fail(str(exc))
 
 DEFAULT_SYSTEMS = "zeromem,bm25,dense,hybrid"
 
@@ -116,6 +126,8 @@ def _run(benchmark: str, build: Callable[[], tuple[list[Any], dict[str, Any]]],
                            options=options, config=config, reader=reader, progress=progress)
     except (ZeromemError, FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
+    from . import report  # rich: imported by the command that prints, not by `zeromem --help`
+
     report.print_tables(document)
     if json_out is not None:
         report.write_json(document, json_out)

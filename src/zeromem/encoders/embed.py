@@ -105,7 +105,9 @@ def default_cache_dir() -> Path:
 class OnnxEmbedder(Embedder):
     """The ONNX Runtime backend: same model, exported once to ``cache_dir/onnx/...``.
 
-    A cached export is loaded without importing torch (0.3 s instead of ~3-20 s).
+    The default model's int8 graph ships inside zeromem (``shipped.py``); other graphs are
+    built or exported once into ``cache_dir`` (an explicit ``cache_dir`` always uses it). Either
+    loads without importing torch (0.3 s instead of ~3-20 s).
     ``quantize=True`` uses the int8 graph (fastest single queries) and runs one text at a time,
     because dynamic quantization scales activations per input tensor: in a batch a text's
     vector would depend on its neighbours. ``quantize=False`` uses the fp32 graph in
@@ -122,9 +124,14 @@ class OnnxEmbedder(Embedder):
             raise ModelUnavailable("the ONNX backend needs onnxruntime and tokenizers (core "
                                    "dependencies of zeromem): `pip install onnxruntime tokenizers`") from err
         from .onnx_export import ensure_export
+        from .shipped import shipped_export
 
-        export = ensure_export(model, Path(cache_dir) if cache_dir else default_cache_dir(),
-                               quantize=quantize)
+        # The default model's int8 graph ships with zeromem (shipped.py); anything else is
+        # exported once into the cache.
+        export = shipped_export(model) if quantize and cache_dir is None else None
+        if export is None:
+            export = ensure_export(model, Path(cache_dir) if cache_dir else default_cache_dir(),
+                                   quantize=quantize)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
@@ -144,6 +151,7 @@ class OnnxEmbedder(Embedder):
         self.threads = threads
         self.quantized = quantize
         self.graph_path = export.graph
+        self.weights_sha256 = export.weights_sha256  # set for the shipped graph (fingerprint.py)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if isinstance(texts, str):

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ModelUnavailable
+
 _DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": None, "F64": np.float64, "I64": np.int64}
 OPSET = 17  # LayerNormalization is an ONNX op from 17 on
 MASK_MIN = float(np.finfo(np.float32).min)  # what transformers adds to the scores of padding
@@ -169,8 +171,12 @@ def build_bert_graph(folder: Path, spec: BertSpec, target: Path) -> list[str]:
     Inputs ``input_ids``, ``attention_mask``, ``token_type_ids`` (int64, [batch, tokens]); output
     ``embedding`` (float32, [batch, hidden], unit rows).
     """
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    try:
+        import onnx
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError as err:
+        raise ModelUnavailable("building an ONNX graph needs the onnx package: "
+                               "`pip install 'zeromem[torch]'`") from err
 
     weights = _strip_prefix(read_safetensors(folder / "model.safetensors"))
     g = _Graph(helper, numpy_helper)

@@ -50,7 +50,11 @@ PROBES = ("When did Caroline go to the LGBTQ support group?",
 
 @dataclass(frozen=True)
 class OnnxExport:
-    """A cached export: graph and tokenizer files plus what is needed to feed them."""
+    """A cached export: graph and tokenizer files plus what is needed to feed them.
+
+    ``weights_sha256``: the digest of the source weights the graph was made from, when the
+    graph travels without them (the shipped default, ``shipped.py``); None for a cache export,
+    whose source folder is hashed instead (fingerprint.py)."""
 
     graph: Path
     tokenizer: Path
@@ -58,6 +62,7 @@ class OnnxExport:
     max_length: int
     input_names: tuple[str, ...]
     pad_id: int
+    weights_sha256: str | None = None
 
 
 def _fingerprint(model: str, source: str) -> str:
@@ -108,7 +113,7 @@ def _export(model: str, folder: Path, *, quantize: bool, trace: bool = False) ->
     if quantize:
         int8 = folder / "model.int8.onnx"
         if not int8.exists():
-            _quantize(fp32, int8)
+            quantize_int8(fp32, int8)
         meta["int8_min_cosine"] = _probe_cosine(int8, tok_path, meta, reference)
     meta_path = folder / "meta.json"
     tmp = _atomic_target(meta_path)
@@ -215,20 +220,20 @@ def _torch_export(torch, hf_model, mode: str, input_names: list[str], target: Pa
     os.replace(tmp, target)
 
 
-def _quantize(fp32: Path, int8: Path) -> None:
+def quantize_int8(fp32: Path, int8: Path) -> None:
     try:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as err:
-        raise ModelUnavailable("int8 quantization needs onnxruntime and onnx (core dependencies "
-                               "of zeromem): `pip install onnxruntime onnx`") from err
+        raise ModelUnavailable("exporting a model to int8 ONNX needs the onnx package: "
+                               "`pip install 'zeromem[torch]'`") from err
     tmp = _atomic_target(int8)
     logging.disable(logging.WARNING)  # it advises "pre-processing" on every call
     try:
         quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
                          op_types_to_quantize=["MatMul"])
     except ImportError as err:
-        raise ModelUnavailable("int8 quantization needs the onnx package (a core dependency of "
-                               "zeromem): `pip install onnx`") from err
+        raise ModelUnavailable("exporting a model to int8 ONNX needs the onnx package: "
+                               "`pip install 'zeromem[torch]'`") from err
     finally:
         logging.disable(logging.NOTSET)
     os.replace(tmp, int8)
