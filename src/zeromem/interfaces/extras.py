@@ -17,7 +17,7 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "server": (("fastapi", "uvicorn", "multipart"), "the REST server and web inspector"),
     "mcp": (("mcp",), "the MCP server"),
     "postgres": (("psycopg", "psycopg_pool"), "the PostgreSQL store"),
-    "bench": (("rich", "matplotlib", "hypothesis", "httpx", "fastapi", "uvicorn", "mcp"),
+    "bench": (("rich", "matplotlib", "hypothesis", "httpx", "usearch", "fastapi", "uvicorn", "mcp"),
               "the benchmarks"),
     "torch": (("torch", "sentence_transformers"), "sentence-transformers models on torch"),
 }
