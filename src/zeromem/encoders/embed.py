@@ -25,12 +25,12 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ..errors import ModelUnavailable
 from .models import DEFAULT_MODEL, load_sentence_transformer, model_unavailable, resolve_model
+from .wordpiece import WordPieceTokenizer
 
 __all__ = ["DEFAULT_MODEL", "Embedder", "OnnxEmbedder", "SentenceTransformerEmbedder", "default_cache_dir",
            "load_sentence_transformer", "model_unavailable", "normalize_rows", "resolve_model"]
@@ -119,10 +119,9 @@ class OnnxEmbedder(Embedder):
         check_run_options(threads, batch_size)
         try:
             import onnxruntime as ort
-            from tokenizers import Tokenizer
         except ImportError as err:
-            raise ModelUnavailable("the ONNX backend needs onnxruntime and tokenizers (core "
-                                   "dependencies of zeromem): `pip install onnxruntime tokenizers`") from err
+            raise ModelUnavailable("the ONNX backend needs onnxruntime (a core dependency of "
+                                   "zeromem): `pip install onnxruntime`") from err
         from .onnx_export import ensure_export
         from .shipped import shipped_export
 
@@ -140,9 +139,7 @@ class OnnxEmbedder(Embedder):
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(export.graph), options,
                                              providers=["CPUExecutionProvider"])
-        self._tokenizer = Tokenizer.from_file(str(export.tokenizer))
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(max_length=export.max_length)
+        self._tokenizer = load_tokenizer(export.tokenizer, export.max_length)
         self._inputs = export.input_names
         self._pad_id = export.pad_id
         self.name = model
@@ -160,7 +157,7 @@ class OnnxEmbedder(Embedder):
         if len(texts) == 0:
             return out
         encodings = self._tokenizer.encode_batch(list(texts))
-        lengths = np.array([len(e.ids) for e in encodings])
+        lengths = np.array([len(ids) for ids in encodings])
         # Length-sorted batches waste the least compute on padding; stable for determinism.
         order = np.argsort(lengths, kind="stable")
         # Dynamic int8 quantization scales activations per input tensor, so in a batch a text's
@@ -172,14 +169,39 @@ class OnnxEmbedder(Embedder):
             out[rows] = self._run([encodings[i] for i in rows], int(lengths[rows].max()))
         return normalize_rows(out)
 
-    def _run(self, encodings: list[Any], width: int) -> np.ndarray:
+    def _run(self, encodings: list[list[int]], width: int) -> np.ndarray:
         ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
         mask = np.zeros((len(encodings), width), dtype=np.int64)
-        types = np.zeros((len(encodings), width), dtype=np.int64)
-        for row, enc in enumerate(encodings):
-            n = len(enc.ids)
-            ids[row, :n] = enc.ids
-            mask[row, :n] = 1
-            types[row, :n] = enc.type_ids
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        for row, tokens in enumerate(encodings):
+            ids[row, :len(tokens)] = tokens
+            mask[row, :len(tokens)] = 1
+        # one sequence per text: every token type is 0
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         return self._session.run(None, {name: feeds[name] for name in self._inputs})[0]
+
+
+class _HfTokenizer:
+    """``tokenizers`` for a tokenizer.json that WordPieceTokenizer does not read."""
+
+    def __init__(self, path: Path, max_length: int) -> None:
+        try:
+            from tokenizers import Tokenizer
+        except ImportError as err:
+            raise ModelUnavailable(f"{path} is not a BERT WordPiece tokenizer; reading it needs the "
+                                   "tokenizers package: `pip install 'zeromem[torch]'`") from err
+        self._tokenizer = Tokenizer.from_file(str(path))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(max_length=max_length)
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return [list(e.ids) for e in self._tokenizer.encode_batch(texts)]
+
+
+def load_tokenizer(path: Path, max_length: int) -> WordPieceTokenizer | _HfTokenizer:
+    """The tokenizer of a ``tokenizer.json``: zeromem's WordPiece for a BERT one (no
+    ``tokenizers`` package needed: wordpiece.py), else ``tokenizers``."""
+    own = WordPieceTokenizer.from_file(path)
+    if own is None:
+        return _HfTokenizer(path, max_length)
+    own.max_length = max_length
+    return own

@@ -246,17 +246,14 @@ def _probe_cosine(graph: Path, tok_path: Path, meta: dict, reference: np.ndarray
 
 def _probe_vectors(graph: Path, tok_path: Path, meta: dict) -> np.ndarray:
     import onnxruntime as ort
-    from tokenizers import Tokenizer
 
-    tokenizer = Tokenizer.from_file(str(tok_path))
-    tokenizer.no_padding()
-    tokenizer.enable_truncation(max_length=meta["max_length"])
+    from .embed import load_tokenizer
+
+    tokenizer = load_tokenizer(tok_path, int(meta["max_length"]))
     session = ort.InferenceSession(str(graph), providers=["CPUExecutionProvider"])
     rows = []
-    for text in PROBES:  # one at a time: no padding, the cleanest comparison
-        enc = tokenizer.encode(text)
-        feeds = {"input_ids": [enc.ids], "attention_mask": [enc.attention_mask],
-                 "token_type_ids": [enc.type_ids]}
+    for ids in tokenizer.encode_batch(list(PROBES)):  # one at a time: no padding
+        feeds = {"input_ids": [ids], "attention_mask": [[1] * len(ids)], "token_type_ids": [[0] * len(ids)]}
         rows.append(session.run(None, {n: np.asarray(feeds[n], dtype=np.int64)
                                        for n in meta["input_names"]})[0][0])
     vectors = np.asarray(rows, dtype=np.float32)
