@@ -383,6 +383,34 @@ def race_command(
         raise typer.Exit(1)
 
 
+@bench_app.command("startup")
+def startup_command(
+    example: Annotated[Path | None, typer.Option(
+        "--example", metavar="FILE", help="the conversation the first recall runs on "
+        "(default: the example shipped with zeromem)")] = None,
+    repeat: Annotated[int, typer.Option("--repeat", min=1, help="new processes per measurement "
+                                        "(the median is reported)")] = 3,
+    json_out: JsonOut = None,
+) -> None:
+    """Startup cost and install size: import, CLI help, MCP initialize and first recall (through
+    the MCP SDK's stdio client), first search on a new store; core and extras in MB."""
+    from importlib import resources
+
+    from . import report
+    from .startup import print_table, run
+
+    shipped = resources.files("zeromem") / "examples" / "locomo_moving_city.json"
+    try:
+        document = run(example if example is not None else Path(str(shipped)), repeat=repeat,
+                       progress=lambda step: typer.echo(f"measuring: {step}", err=True))
+    except (ZeromemError, FileNotFoundError, ValueError, RuntimeError) as exc:
+        _fail(str(exc))
+    print_table(document)
+    if json_out is not None:
+        report.write_json(document, json_out)
+        typer.echo(f"wrote {json_out}")
+
+
 @bench_app.command("serve")
 def serve_command(
     data: Annotated[Path | None, typer.Option(
