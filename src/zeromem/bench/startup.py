@@ -12,7 +12,8 @@ Each measurement starts a new Python process, as a user, a CLI call or an MCP ho
   once (models load then); the search call and the whole process are timed.
 * installed size: the core (zeromem and its dependency closure) and what each extra adds on
   top, summed from the installed files of each distribution (``importlib.metadata``). An
-  extra whose distributions are not all installed is reported as not installed.
+  extra whose distributions are not all installed (or that the installed zeromem does not
+  declare) is reported as not installed.
 
 Every process measurement is the median of ``repeat`` runs. CPU seconds are the number to
 compare across machines: wall time on a shared machine depends on its other load.
@@ -208,10 +209,12 @@ def installed_sizes() -> dict[str, Any]:
     core, core_missing = closure(frozenset())
     out: dict[str, Any] = {"core_mb": round(sum(_dist_size_mb(dists[n]) for n in core), 1),
                            "core_distributions": len(core), "core_missing": sorted(core_missing)}
+    declared = set(dists["zeromem"].metadata.get_all("Provides-Extra") or ())
     for extra in (*EXTRAS, "all"):
         names, missing = closure(frozenset({extra}))
         added = names - core
-        out[f"{extra}_mb"] = None if missing else round(sum(_dist_size_mb(dists[n]) for n in added), 1)
+        known = extra in declared and not missing
+        out[f"{extra}_mb"] = round(sum(_dist_size_mb(dists[n]) for n in added), 1) if known else None
     return out
 
 
