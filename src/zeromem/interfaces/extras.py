@@ -38,5 +38,5 @@ def require(extra: str, command: str) -> None:
     missing = missing_modules(extra)
     if missing:
         purpose = EXTRAS[extra][1]
-        raise MissingExtra(f"`{command}` needs {purpose}, which is not installed (missing: "
-                           f"{', '.join(missing)}): pip install 'zeromem[{extra}]'")
+        raise MissingExtra(f"`{command}` needs the {extra} extra ({purpose}), which is not installed "
+                           f"(missing: {', '.join(missing)}): pip install 'zeromem[{extra}]'")
