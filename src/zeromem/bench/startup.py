@@ -258,7 +258,7 @@ def print_table(document: dict[str, Any]) -> None:
     for name, cpu, wall in rows:
         table.add_row(name, "n/a" if cpu is None else f"{cpu:.2f}", "n/a" if wall is None else f"{wall:.2f}")
     console.print(table)
-    sizes = Table(title="installed size (MB on disk; an extra: what it adds to the core)")
+    sizes = Table(title="installed MB (an extra: + core)")
     sizes.add_column("")
     sizes.add_column("MB", justify="right")
     installed = document["installed"]
