@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from tqdm import tqdm
 
 from .. import __version__
 from ..bench.cli import bench_app
@@ -106,6 +105,8 @@ def ingest(
         if not allow_duplicates:  # planned before any write: the file's repeats count too
             batches, skipped = skip_stored(mem.store, batches)
         total = sum(len(drafts) for drafts, _ in batches)
+        from tqdm import tqdm  # only `zeromem ingest` draws a bar
+
         with tqdm(total=total, unit="trace", desc="ingest", file=sys.stderr,
                   disable=None, leave=False) as bar:  # disable=None: no bar when not a TTY
             for conv, (drafts, scope), skip in zip(conversations, batches, skipped):

@@ -25,6 +25,7 @@ from .cli_common import (
     open_memory,
     print_json,
 )
+from .extras import require
 
 keys_app = typer.Typer(help="API keys of `zeromem serve`: each key reads and writes one scope.",
                        no_args_is_help=True)
@@ -59,6 +60,7 @@ def serve(
     log_level: Annotated[str, typer.Option("--log-level")] = "warning",
 ) -> None:
     """Serve the memory over HTTP: REST API at /v1 (OpenAPI docs at /docs), inspector at /."""
+    require("server", "zeromem serve")
     import uvicorn
 
     from .server.app import ENVIRONMENT
