@@ -23,6 +23,8 @@ from zeromem.config import Config, RetrievalConfig
 from zeromem.retrieval import persist
 from zeromem.store.base import ERASABLE_TABLES, DeleteReceipt
 
+LOCAL = "http://127.0.0.1"  # the server answers to loopback Hosts only (guard.py)
+
 SECRET = "Zqxvorpalkint"
 NEEDLE = SECRET.lower()[:10].encode()  # "zqxvorpalk"
 SESSION = "secret-session"
@@ -296,7 +298,7 @@ def test_the_api_returns_the_receipt(tmp_path):
     mem.store.add_api_key(key_id, key_hash, Scope("ana"), None)
     auth = {"Authorization": f"Bearer {key}"}
     app = create_app(mem, ServerSettings(warm_up=False, reader=None))
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         ids = client.post("/v1/traces", headers=auth, json={"traces": [
             {"text": f"{SECRET} keeps bees.", "session": "a/b"},
             {"text": "Bees like lavender.", "session": "a/b"},

@@ -650,7 +650,8 @@ class RestSurface(Surface):
 
         self.memory = Memory(self.fixture.live, config=Config())
         app = create_app(self.memory, ServerSettings(warm_up=False, reader=fs.EchoReader()))
-        self.client = TestClient(app, raise_server_exceptions=False, follow_redirects=False)
+        self.client = TestClient(app, raise_server_exceptions=False, follow_redirects=False,
+                                 base_url="http://127.0.0.1")
 
     def reopen(self) -> None:
         with contextlib.suppress(Exception):
