@@ -630,6 +630,9 @@ class _Captured(logging.Handler):
                                            if record.exc_info else "")
 
 
+REST_MAX_BODY_BYTES = 1024 * 1024  # the fuzzed server's body limit (chunked bodies go around it)
+
+
 class RestSurface(Surface):
     """Requests through FastAPI's TestClient against ``create_app`` with real API keys."""
 
@@ -649,7 +652,8 @@ class RestSurface(Surface):
         from ..interfaces.server import ServerSettings, create_app
 
         self.memory = Memory(self.fixture.live, config=Config())
-        app = create_app(self.memory, ServerSettings(warm_up=False, reader=fs.EchoReader()))
+        app = create_app(self.memory, ServerSettings(warm_up=False, reader=fs.EchoReader(),
+                                                     max_body_bytes=REST_MAX_BODY_BYTES))
         self.client = TestClient(app, raise_server_exceptions=False, follow_redirects=False,
                                  base_url="http://127.0.0.1")
 
@@ -670,11 +674,13 @@ class RestSurface(Surface):
 
     def headers(self, request: fr.Request) -> dict[str, str]:
         keys = self.seeded.keys
+        page = {name: value for name, value in (("Origin", request.origin), ("Host", request.host))
+                if value is not None}
         if request.auth is None:
-            return {}
+            return page
         if request.auth in ("alice", "bob", "revoked"):
-            return {"Authorization": f"Bearer {keys[request.auth]}"}
-        return {"Authorization": request.auth.replace("{alice}", keys["alice"])}
+            return {**page, "Authorization": f"Bearer {keys[request.auth]}"}
+        return {**page, "Authorization": request.auth.replace("{alice}", keys["alice"])}
 
     def check(self, request: fr.Request) -> tuple[str, str]:
         from urllib.parse import urlencode
@@ -688,7 +694,9 @@ class RestSurface(Surface):
             options["content"] = json.dumps(request.json, ensure_ascii=True).encode()
             headers["Content-Type"] = "application/json"
         elif request.body is not None:
-            options["content"] = request.body
+            body = request.body
+            # a generator: httpx sends it chunked, without a Content-Length
+            options["content"] = (body[i:i + 65536] for i in range(0, len(body), 65536)) if request.chunked else body
             if request.content_type:
                 headers["Content-Type"] = request.content_type
         elif request.file is not None:
@@ -702,9 +710,20 @@ class RestSurface(Surface):
             raise unexpected(exc) from None
         return self.judge(request, response)
 
+    def expected_status(self, request: fr.Request) -> int | None:
+        """The one status the request must get whatever the route does: a web page's Host or
+        Origin is refused (421 / 403), a chunked body over the limit is 413."""
+        refused = fr.foreign(request)
+        if refused is not None:
+            return refused
+        if request.chunked and request.body is not None and len(request.body) > REST_MAX_BODY_BYTES:
+            return 413
+        return None
+
     def postconditions(self, request: fr.Request, body: Any) -> None:
-        """What an accepted answer promises: at most k items within the budget, and a stored
-        trace that reads back as it was sent."""
+        """What an accepted answer promises: at most k items within the budget, a stored trace
+        that reads back as it was sent, and a session that takes the next trace after one
+        stored with an explicit seq (issue 28: a seq at the top used to wedge it)."""
         sent = request.json if isinstance(request.json, dict) else {}
         if request.path in ("/v1/search", "/v1/context"):
             evidence = body["evidence"]
@@ -718,6 +737,12 @@ class RestSurface(Surface):
             got = self.client.get(f"/v1/traces/{body['ids'][0]}", headers=self.headers(request)).json()
             if got.get("text") != sent["text"]:
                 raise Failure("a stored trace does not read back verbatim", f"{got.get('text')!r} != {sent['text']!r}")
+            if "seq" in sent and isinstance(sent.get("session"), str):
+                after = self.client.post("/v1/traces", headers=self.headers(request),
+                                         json={"text": "the next one", "session": sent["session"]})
+                if after.status_code != 201:
+                    raise Failure("a session takes no trace after one with an explicit seq",
+                                  f"seq {sent['seq']}: {after.status_code} {after.text[:300]}")
 
     def judge(self, request: fr.Request, response: Any) -> tuple[str, str]:
         status = response.status_code
@@ -725,6 +750,11 @@ class RestSurface(Surface):
             detail = self.captured.last or response.text[-2000:]
             self.reopen()
             raise Failure(f"HTTP {status}", detail)
+        expected = self.expected_status(request)
+        if expected is not None and status != expected:
+            self.reopen()
+            raise Failure(f"HTTP {status} where {expected} was due (Origin, Host or chunked size)",
+                          response.text[:500])
         if status < 400:
             outcome = ("accepted", f"accepted:{status}")
             if request.method != "HEAD" and response.headers.get("content-type", "").startswith("application/json"):
