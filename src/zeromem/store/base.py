@@ -442,13 +442,23 @@ def check_meta_key(key: Any) -> str:
     return key
 
 
+# The highest version a deleted scope's row reached (a ``store_meta`` key of every backend): a
+# deleted scope leaves no version row, so that its user and agent leave the store; the row a
+# later write makes for a scope of the same name starts above this, so no index of the
+# deleted scope is ever taken as current.
+VERSION_FLOOR_KEY = "scope_version_floor"
+
+
 def check_meta_write(key: Any) -> str:
     """A ``store_meta`` key that may be written or removed: any but the trace id key, which is
-    made once with the store (changing it would change every id)."""
+    made once with the store (changing it would change every id), and the version floor."""
     key = check_meta_key(key)
     if key == ID_KEY:
         raise InvalidInput(f"store_meta key {ID_KEY!r} is the store's trace id key: it cannot be "
                            "changed or removed (every trace id depends on it)")
+    if key == VERSION_FLOOR_KEY:
+        raise InvalidInput(f"store_meta key {VERSION_FLOOR_KEY!r} is kept by delete_scope: it cannot "
+                           "be changed or removed (in-memory indexes of other processes rely on it)")
     return key
 
 

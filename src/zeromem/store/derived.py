@@ -23,6 +23,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from .base import VERSION_FLOOR_KEY
+
 # A list of ids bound as ONE JSON parameter: no limit on how many (SQLite caps the number of
 # bound variables per statement, at 999 in older builds).
 _IN_JSON = "IN (SELECT value FROM json_each(?))"
@@ -89,12 +91,6 @@ def snapshot_predates_wipe(conn: sqlite3.Connection, user: str, agent: str, vers
     row = conn.execute("SELECT reset_version FROM scope_versions WHERE user_key=? AND agent_key=?",
                        (user, agent)).fetchone()
     return version > 0 if row is None else int(row[0]) > version
-
-
-# The highest version a deleted scope's row reached (store_meta). A deleted scope leaves no
-# row, so that its user and agent leave the file; the versions of a scope of the same name
-# written later start above this, so no index of the deleted scope is ever taken as current.
-VERSION_FLOOR_KEY = "scope_version_floor"
 
 
 def forget_scope(conn: sqlite3.Connection, user: str, agent: str) -> None:

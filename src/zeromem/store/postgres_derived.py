@@ -21,6 +21,8 @@ import numpy as np
 from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
 
+from .base import VERSION_FLOOR_KEY
+
 _LE32 = np.dtype("<f4")
 _BE32 = np.dtype(">f4")
 
@@ -64,11 +66,6 @@ def vec(data: bytes | None) -> PgVector | None:
 
 
 # -- scope versions and the change log --------------------------------------------------
-# The highest version a deleted scope's row reached (see derived.VERSION_FLOOR_KEY): a row made
-# later for a scope of the same name starts above it.
-VERSION_FLOOR_KEY = "scope_version_floor"
-
-
 def ensure_version_floor(conn: Any) -> None:
     """Create the floor row once, so that ``lock_scope`` always has a row to wait on."""
     conn.execute("INSERT INTO store_meta (key, value) VALUES (%s, '0') ON CONFLICT DO NOTHING",
