@@ -9,6 +9,7 @@ same state.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -16,7 +17,7 @@ import re
 import shutil
 import sqlite3
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -557,7 +558,7 @@ class CliSurface(Surface):
                 around = out[max(0, bad.start() - 80):bad.start() + 40]
                 raise Failure("raw control character in the output",
                               f"U+{ord(bad.group()):04X} at {bad.start()}: {around!r}")
-            if "--json" in case.argv and "--help" not in case.argv:
+            if "--json" in case.argv and "--help" not in case.argv and _asks_for_json(case.argv):
                 try:
                     json.loads(out)
                 except ValueError:
@@ -628,6 +629,30 @@ class _Captured(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         self.last = self.format(record) + ("\n" + "".join(traceback.format_exception(*record.exc_info))
                                            if record.exc_info else "")
+
+
+@functools.lru_cache(maxsize=1)
+def _cli_command() -> Any:
+    import typer
+
+    from ..interfaces.cli import app
+
+    return typer.main.get_command(app)
+
+
+def _asks_for_json(argv: Sequence[str]) -> bool:
+    """Whether the command line sets ``--json`` as the flag, parsed as the CLI parses it:
+    ``--label --json`` gives the label the text "--json" and asks for no JSON."""
+    command = _cli_command()
+    ctx = command.make_context("zeromem", list(argv), resilient_parsing=True)
+    while hasattr(command, "resolve_command"):  # a group (typer's own click, not the package's)
+        rest = [*ctx._protected_args, *ctx.args]
+        name, sub, rest = command.resolve_command(ctx, rest) if rest else (None, None, [])
+        if sub is None or name is None:
+            return False
+        ctx = sub.make_context(name, rest, parent=ctx, resilient_parsing=True)
+        command = sub
+    return bool(ctx.params.get("as_json"))
 
 
 REST_MAX_BODY_BYTES = 1024 * 1024  # the fuzzed server's body limit (chunked bodies go around it)
