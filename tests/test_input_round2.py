@@ -134,3 +134,14 @@ def test_fractional_times_order_and_filter_by_instant(memory):
     late = memory.add("late", session="s", event_time="2024-05-01T10:00:00.750+00:00")
     assert [t.id for t in memory.list(since="2024-05-01T10:00:00.5")] == [late]
     assert [t.id for t in memory.list(until="2024-05-01T10:00:00.5")] == [early]
+
+
+def test_an_import_into_a_scope_that_is_not_a_string_is_invalid_input(tmp_path):
+    # found by `bench fuzz --cases 10000` (api surface): a TypeError from the duplicate check
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"text": "hello", "session": "s"}\n')
+    with Memory(tmp_path / "m.db", config=Config(index_on_write=False)) as mem:
+        for scope in ({"agent": ["alice"]}, {"user": {"a": 1}}, {"user": ""}):
+            with pytest.raises(InvalidInput):
+                mem.import_file(path, **scope)
+        assert mem.list() == []
