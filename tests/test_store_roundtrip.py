@@ -7,10 +7,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from zeromem import Config, Memory
+from zeromem.store.validate import shows_nothing
 
-# Any Unicode except surrogates (not encodable text); whitespace-only text is refused on purpose.
+# Any Unicode except surrogates (not encodable text); text that shows nothing (whitespace,
+# control or zero-width characters only) is refused on purpose.
 any_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1,
-                   max_size=300).filter(lambda s: s.strip())
+                   max_size=300).filter(lambda s: not shows_nothing(s))
 chinese_text = st.text(alphabet=st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),
                        min_size=1, max_size=80)
 
