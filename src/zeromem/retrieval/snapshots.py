@@ -39,6 +39,10 @@ def save(store: Any, scope: Scope, prep: PreparedScope, config: RetrievalConfig,
     (or always, with ``force``); returns whether it was written."""
     if prep.n_live == 0:
         return False
+    # An index behind the store (another process wrote or erased since) is not worth keeping,
+    # and must not put back words of traces erased meanwhile.
+    if store.scope_version(scope) != prep.index.version:
+        return False
     if not force:
         if prep.n_live < config.snapshot_min_turns:
             return False
