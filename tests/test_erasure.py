@@ -322,3 +322,18 @@ def test_the_api_returns_the_receipt(tmp_path):
         scope = client.delete("/v1/scope", headers=auth).json()
         assert scope["deleted"] == 1 and scope["receipt"]["trace_ids"] == [ids[2]]
     mem.close()
+
+
+def test_a_process_whose_index_predates_an_erasure_does_not_persist_it_again(tmp_path):
+    """Process A holds the scope's index (it knows the secret word); process B deletes the trace.
+    A closing — or its index cache dropping the scope — must not write that index back."""
+    db = tmp_path / "stale.db"
+    with Memory(db, config=config()) as holder:
+        secret = holder.add(f"My neighbour {SECRET} fixed the fence.", session=SESSION, speaker="Ana")
+        holder.add("The bakery sells rye bread on Sundays.", session="other", speaker="Ana")
+        assert holder.search(f"Who is {SECRET}?", k=3)  # A's index learns the word
+        with Memory(db, config=config()) as eraser:
+            eraser.delete(secret)
+        holder.retriever.save(holder.scope, force=True)  # what close() and an eviction do
+        assert holder.store.snapshot_version(holder.scope, persist.FORMAT) in (None, holder.store.scope_version(holder.scope))
+    assert_erased(db, "after the stale holder closed")
