@@ -215,3 +215,17 @@ def test_long_containers_are_sampled_close_to_their_exact_size():
     finally:
         footprint.SAMPLED_ABOVE = saved
     assert 0.9 * exact <= sampled <= 1.5 * exact  # shared keys may be counted twice: never far below
+
+
+def test_room_is_made_before_a_scope_is_loaded_and_bytes_per_slot_follow_the_measures():
+    evicted: list = []
+    cache = make_cache(100, evicted)
+    assert cache.bytes_per_slot(default=7) == 7
+    cache.put(key("a"), Box(40, slots=10))
+    cache.put(key("b"), Box(40, slots=30))
+    assert cache.bytes_per_slot(default=7) == 2  # 80 bytes over 40 slots
+    cache.make_room(50)  # 80 + 50 > 100: the least recently used goes first
+    assert evicted == [key("a")] and cache.held_keys() == [key("b")]
+    assert cache.take_evicted_bytes() == 40 and cache.take_evicted_bytes() == 0
+    cache.make_room(1000)  # more than the budget: everything goes
+    assert cache.held_keys() == [] and cache.stats().bytes == 0 and cache.stats().evictions == 2

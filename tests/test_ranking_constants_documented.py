@@ -46,6 +46,9 @@ NOT_RANKING = {
     "REMEASURE_GROWTH": "retrieval/cache.py: when a cached index is measured again",
     "SAMPLED_ABOVE": "retrieval/footprint.py: how an index's bytes are measured",
     "SAMPLE": "retrieval/footprint.py: as above",
+    "TRIM_AFTER_EVICTED": "retrieval/scopes.py: how often freed heap memory is returned to the OS",
+    "BYTES_PER_TURN": "retrieval/scopes.py: room made before a scope is loaded (eviction, not ranking)",
+    "M_ARENA_MAX": "retrieval/snapshots.py: glibc's mallopt parameter number",
 }
 NOT_RANKING_FIELDS = {
     "snapshot_min_turns": "when a scope's prepared index is persisted",

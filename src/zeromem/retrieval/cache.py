@@ -70,10 +70,34 @@ class IndexCache:
         self._measure = measure
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
         self._bytes = 0
+        self._measured = [0, 0]  # measured bytes, measured slots of the values held (their sums)
+        self._evicted_bytes = 0  # since take_evicted_bytes was last called
         self._hits = 0
         self._misses = 0
         self._evictions = 0
         self._lock = threading.Lock()
+
+    def _add(self, key: tuple[str, str], entry: _Entry) -> None:
+        self._entries[key] = entry
+        self._bytes += entry.nbytes
+        self._measured[0] += entry.measured_bytes
+        self._measured[1] += entry.measured_slots
+
+    def _remove(self, entry: _Entry) -> None:
+        self._bytes -= entry.nbytes
+        self._measured[0] -= entry.measured_bytes
+        self._measured[1] -= entry.measured_slots
+
+    def _evict_while(self, over: Callable[[], bool]) -> list[tuple[tuple[str, str], Any]]:
+        """Drop least recently used entries while ``over()`` (caller holds the lock)."""
+        evicted = []
+        while over():
+            victim, dropped = self._entries.popitem(last=False)
+            self._remove(dropped)
+            self._evictions += 1
+            self._evicted_bytes += dropped.nbytes
+            evicted.append((victim, dropped.value))
+        return evicted
 
     def get(self, key: tuple[str, str]) -> Any | None:
         """The cached value (now the most recently used), or None: a hit or a miss."""
@@ -112,28 +136,45 @@ class IndexCache:
         else:
             nbytes = self._measure(value)
             measured = (nbytes, slots, version)
-        evicted: list[tuple[tuple[str, str], Any]] = []
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
-                self._bytes -= old.nbytes
-            self._entries[key] = _Entry(value, nbytes, *measured)
-            self._bytes += nbytes
-            while self._bytes > self.budget_bytes and len(self._entries) > 1:
-                victim, dropped = self._entries.popitem(last=False)
-                self._bytes -= dropped.nbytes
-                self._evictions += 1
-                evicted.append((victim, dropped.value))
+                self._remove(old)
+            self._add(key, _Entry(value, nbytes, *measured))
+            evicted = self._evict_while(lambda: self._bytes > self.budget_bytes and len(self._entries) > 1)
+        self._evicted(evicted)
+
+    def _evicted(self, evicted: list[tuple[tuple[str, str], Any]]) -> None:
         if self._on_evict is not None:
             for victim, value_out in evicted:
                 self._on_evict(victim, value_out)
+
+    def make_room(self, nbytes: int) -> None:
+        """Evict least recently used values until ``nbytes`` more would fit: called before a
+        scope is loaded, so that its arrays are not built on top of a full budget (the peak
+        would be budget + scope)."""
+        with self._lock:
+            evicted = self._evict_while(lambda: bool(self._entries) and self._bytes + nbytes > self.budget_bytes)
+        self._evicted(evicted)
+
+    def bytes_per_slot(self, default: int) -> int:
+        """The measured bytes per turn slot of the values held (``default`` when there are none)."""
+        with self._lock:
+            measured, slots = self._measured
+        return measured // slots if slots else default
+
+    def take_evicted_bytes(self) -> int:
+        """Bytes evicted since the last call."""
+        with self._lock:
+            taken, self._evicted_bytes = self._evicted_bytes, 0
+        return taken
 
     def discard(self, key: tuple[str, str]) -> None:
         """Forget ``key`` (its index was wiped); not counted as an eviction."""
         with self._lock:
             entry = self._entries.pop(key, None)
             if entry is not None:
-                self._bytes -= entry.nbytes
+                self._remove(entry)
 
     def stats(self) -> CacheStats:
         with self._lock:

@@ -39,6 +39,8 @@ from .prepared import PreparedScope
 _log = logging.getLogger("zeromem")
 
 TRIM_EVERY = 50  # updates between returning freed heap memory to the OS (~0.3 ms each)
+TRIM_AFTER_EVICTED = 32 << 20  # ... and evicted bytes between two such returns
+BYTES_PER_TURN = 16 << 10  # a scope's expected index size per trace, until the cache has measured one
 LOCK_STRIPES = 256
 
 
@@ -139,6 +141,9 @@ class ScopeIndexes:
             if current and self.encoders.check(EMBEDDER) is None:
                 check_fingerprint(self.store, scope, self.encoders.fingerprint)
             if prep is None:
+                # Room first: the scope's arrays are then never built on top of a full budget.
+                self._cache.make_room(self.store.count(scope) * self._cache.bytes_per_slot(BYTES_PER_TURN))
+                self._trim_after_evictions()
                 prep = snapshots.load(self.store, scope)
                 self._forget_overlay(scope)
             if prep is not None and prep.index.version == current:
@@ -163,6 +168,7 @@ class ScopeIndexes:
             if delta["full"] or len(delta["sessions"]) > 100 or self._applied % TRIM_EVERY == 0:
                 snapshots.release_memory()  # a build, and many small updates, leave freed blocks
             self._cache.put(scope.key, prep)
+            self._trim_after_evictions()
             return prep
 
     def _evicted(self, key: tuple[str, str], prep: PreparedScope) -> None:
@@ -182,8 +188,12 @@ class ScopeIndexes:
                 _log.warning("zeromem: could not persist an evicted scope's index: %s", exc)
             finally:
                 lock.release()
-        self._evicted_since_trim += 1
-        if self._evicted_since_trim >= 8:
+
+    def _trim_after_evictions(self) -> None:
+        """Hand the memory of evicted indexes back to the OS once enough was dropped (called when
+        the evicted indexes are no longer referenced: after ``put`` / ``make_room`` returned)."""
+        self._evicted_since_trim += self._cache.take_evicted_bytes()
+        if self._evicted_since_trim >= TRIM_AFTER_EVICTED:
             self._evicted_since_trim = 0
             snapshots.release_memory()
 

@@ -63,3 +63,14 @@ def release_memory() -> None:
     large index: the build's temporaries otherwise stay in the process's resident size."""
     with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to do
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+M_ARENA_MAX = -8  # glibc's mallopt parameter
+
+
+def limit_malloc_arenas(arenas: int = 2) -> None:
+    """Let glibc's malloc keep at most ``arenas`` arenas (a server process): by default each
+    request thread may get its own, and memory freed in one (an evicted index) is not reused by
+    the others, so resident memory creeps above what the index cache holds."""
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to do
+        ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, arenas)

@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ... import __version__
 from ...config import Config
 from ...memory import Memory
+from ...retrieval.snapshots import limit_malloc_arenas
 from ...types import Scope as MemoryScope
 from . import errors
 from .auth import KeyAuth
@@ -115,6 +116,7 @@ def app_from_environment() -> FastAPI:
     file named in ``$ZEROMEM_SERVE`` (a worker is started by uvicorn, not by the command that
     parsed them; cli_service.worker_options)."""
     options = json.loads(Path(os.environ[ENVIRONMENT]).read_text(encoding="utf-8"))
+    limit_malloc_arenas()  # before the request threads allocate: RSS then follows the index cache
     reader = None
     if options.get("reader_url"):
         from ...reader.openai_compat import OpenAICompatReader
