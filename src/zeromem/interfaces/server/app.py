@@ -26,9 +26,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ... import __version__
 from ...memory import Memory
 from ...types import Scope as MemoryScope
-from . import errors
+from . import errors, timing
 from .auth import KeyAuth
-from .routes import router
+from .routes import caller, router
 
 _log = logging.getLogger("zeromem.server")
 STATIC_DIR = Path(__file__).with_name("static")
@@ -80,6 +80,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
                              default_scope=MemoryScope(settings.user, settings.agent))
     errors.install(app)
     app.include_router(router)
+    timing.install(app, memory, caller)
 
     @app.get("/healthz", tags=["health"], summary="The process is up")
     def healthz() -> dict[str, str]:
