@@ -70,6 +70,7 @@ from .stream import _conversation, _copy_db, _file_digest, _file_mb, _remove_db,
 USER = "tenant-{:05d}"
 SIZE_BUCKETS = ((0, 150), (151, 500), (501, 5000), (5001, 10**9))
 TIMED_STAGES = ("auth", "store", "derive", "search", "prepare", "app")
+PREPARED_MS = 5.0  # a search whose scope index took this long to get was built, read or refreshed
 
 
 # -- the store -----------------------------------------------------------------------------
@@ -387,6 +388,8 @@ def summarize(run: Run, sizes: Sequence[int], budget_mb: float | None, ready_rss
     latency = {"search_cached": _percentiles([r["ms"] for r in searches if not r["cold"]]),
                "search_cold": _percentiles([r["ms"] for r in searches if r["cold"]]),
                "write": _percentiles([r["ms"] for r in writes])}
+    built = [r for r in searches if r["stages"].get("prepare", 0.0) >= PREPARED_MS]
+    latency["search_prepare_over_5ms"] = _percentiles([r["ms"] for r in built])
     for low, high in SIZE_BUCKETS:
         name = _bucket(low)
         latency[f"search_cold_{name}"] = _percentiles(
@@ -557,6 +560,12 @@ def plot(document: dict[str, Any], path: str | Path) -> None:
             if worker["rss_limit_mb"] is not None:
                 rss_ax.axhline(worker["rss_limit_mb"], linestyle="--", color=line.get_color(), linewidth=0.8,
                                label=f"worker {index} limit")
+    for worker in document["workers"]:
+        index = worker["worker"]
+        points = [(s["t"], s["index_cache"][index]["bytes"] / 2**20) for s in timeline["index_cache"]
+                  if s["index_cache"][index] and s["index_cache"][index].get("bytes") is not None]
+        if points:
+            rss_ax.plot(*zip(*points), linestyle=":", label=f"worker {index} index cache")
     rss_ax.set_ylabel("resident MB")
     rss_ax.legend(loc="lower right", fontsize=8)
     for kind, cold, colour, label in (("search", False, "tab:blue", "search, cached"),
@@ -564,7 +573,14 @@ def plot(document: dict[str, Any], path: str | Path) -> None:
                                       ("write", False, "tab:green", "write")):
         points = [(r["t"], r["ms"]) for r in timeline["requests"] if r["kind"] == kind and r["cold"] == cold]
         if points:
-            lat_ax.scatter(*zip(*points), s=3, alpha=0.4, color=colour, label=label)
+            lat_ax.scatter(*zip(*points), s=3, alpha=0.3, color=colour, label=label)
+            windows: dict[int, list[float]] = {}
+            for t, ms in points:
+                windows.setdefault(int(t // 10), []).append(ms)
+            if len(windows) > 1:
+                lat_ax.plot([10 * w + 5 for w in sorted(windows)],
+                            [float(np.percentile(windows[w], 95)) for w in sorted(windows)],
+                            color=colour, linewidth=1.5, label=f"{label}, p95 per 10 s")
     lat_ax.set_yscale("log")
     lat_ax.set_ylabel("latency ms")
     lat_ax.set_xlabel("seconds into the run")
