@@ -70,3 +70,40 @@ def test_search_agrees_with_sorting_the_full_score_vector(docs, query, k):
     expected = [i for i in sorted(range(len(docs)), key=lambda i: (-scores[i], i)) if scores[i] > 0][:k]
     assert idx.tolist() == expected
     np.testing.assert_array_equal(top, scores[idx])
+
+
+edits = st.lists(st.tuples(st.integers(0, 7), st.lists(words, max_size=5)), max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(edits=edits, query=st.lists(words, min_size=1, max_size=3), merge_min=st.sampled_from([1, 3, 4096]))
+def test_postings_merged_or_not_score_like_an_index_built_from_the_final_documents(edits, query, merge_min):
+    """Writes, rewrites and removals, with the base/delta merge forced early or never: the scores
+    equal those of an index built at once from the documents that are left, and a snapshot
+    (``state`` / ``from_state``) scores the same too."""
+    import zeromem.indexes.lexical as lexical
+
+    saved = lexical.MERGE_MIN
+    lexical.MERGE_MIN = merge_min
+    try:
+        index = LexicalIndex()
+        final: dict[int, list[str]] = {}
+        for slot, tokens in edits:
+            if tokens:
+                index.set_document(slot, index.vocabulary.encode(tokens))
+                final[slot] = tokens
+            else:
+                index.remove_document(slot)
+                final.pop(slot, None)
+        size = max([slot + 1 for slot, _ in edits], default=0)
+        fresh = LexicalIndex([final.get(slot, []) for slot in range(size)])
+        got = index.scores(query)
+        padded = np.zeros(max(size, len(got)), dtype=np.float32)
+        padded[:len(got)] = got
+        expected = np.zeros_like(padded)
+        expected[:size] = fresh.scores(query)
+        np.testing.assert_allclose(padded, expected, rtol=1e-6)
+        restored = LexicalIndex.from_state(index.state(), index.vocabulary)
+        np.testing.assert_array_equal(restored.scores(query), got)
+    finally:
+        lexical.MERGE_MIN = saved

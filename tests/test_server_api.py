@@ -223,6 +223,9 @@ def test_stats_whoami_active_reindex_and_delete_scope(client, served):
     assert client.get("/v1/whoami", headers=mine).json()["user"] == "dana"
     stats = client.get("/v1/stats", headers=mine).json()
     assert stats["traces"] == 1 and "path" not in stats
+    client.post("/v1/search", headers=mine, json={"query": "tea"})
+    cache = client.get("/v1/stats", headers=mine).json()["index_cache"]  # the worker's, no scope names
+    assert cache["scopes"] >= 1 and 0 < cache["bytes"] <= cache["budget_bytes"] and cache["misses"] >= 1
     active = client.get("/v1/active", headers=mine)
     assert active.status_code == 200 and active.json()["used_tokens"] <= active.json()["budget_tokens"]
     assert [e["trace_id"] for e in active.json()["entries"]] == [tid]

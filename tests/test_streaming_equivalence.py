@@ -45,6 +45,9 @@ op = st.one_of(
     st.tuples(st.just("search"), st.integers(0, len(QUERIES) - 1), st.just(""), st.just("")),
     st.tuples(st.just("reindex"), st.just(""), st.just(""), st.just("")),
     st.tuples(st.just("reopen"), st.just(""), st.just(""), st.just("")),
+    # Another scope is written and searched: with a tiny index cache this evicts the scope under
+    # test, whose next search rebuilds it (or reads its snapshot) and applies what changed since.
+    st.tuples(st.just("other"), st.integers(0, len(QUERIES) - 1), st.sampled_from(SENTENCES), st.just("")),
 )
 
 
@@ -53,11 +56,14 @@ def evidence(memory: Memory) -> list[list[tuple]]:
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=st.lists(op, min_size=2, max_size=14), index_on_write=st.booleans(), snapshots=st.booleans())
-def test_any_write_sequence_gives_the_evidence_of_a_full_rebuild(tmp_path_factory, ops, index_on_write, snapshots):
-    """``snapshots``: every close persists the in-memory index and every open loads it."""
+@given(ops=st.lists(op, min_size=2, max_size=14), index_on_write=st.booleans(), snapshots=st.booleans(),
+       evict=st.booleans())
+def test_any_write_sequence_gives_the_evidence_of_a_full_rebuild(tmp_path_factory, ops, index_on_write, snapshots,
+                                                                 evict):
+    """``snapshots``: every close (and eviction) persists the in-memory index and every open
+    loads it; ``evict``: the index cache holds one scope, so using another scope drops it."""
     path = tmp_path_factory.mktemp("stream") / "m.db"
-    config = Config(index_on_write=index_on_write)
+    config = Config(index_on_write=index_on_write, index_cache_mb=0 if evict else 1024)
     config.retrieval.snapshot_min_turns = 0 if snapshots else 10**9
     config.retrieval.snapshot_stale_share = 0.0
     memory = Memory(path, config=config)
@@ -91,6 +97,10 @@ def test_any_write_sequence_gives_the_evidence_of_a_full_rebuild(tmp_path_factor
                 searched = True
             elif kind == "reindex":
                 memory.reindex()
+            elif kind == "other":
+                memory.add(text, session="elsewhere", speaker="Nobody", user="other")
+                memory.search(QUERIES[arg], k=5, user="other")
+                searched = False  # the scope under test may have been dropped (and persisted)
         streamed = evidence(memory)
         memory.close()
         memory = Memory(path, config=config)

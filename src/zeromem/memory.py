@@ -54,7 +54,8 @@ class Memory:
         retrieval = self.config.retrieval
         self.indexer = Indexer(self.store, lambda: self.encoders, window_turns=retrieval.window_turns,
                                stride=retrieval.window_stride)
-        self.retriever = Retriever(self.store, self.indexer, self.encoders, retrieval)
+        self.retriever = Retriever(self.store, self.indexer, self.encoders, retrieval,
+                                   _cache_bytes(self.config.index_cache_mb))
         self.lifecycle = Lifecycle(self.store, lambda: self.encoders)
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -182,7 +183,10 @@ class Memory:
     def delete_scope(self, *, user: str | None = _UNSET, agent: str | None = _UNSET) -> DeleteReceipt:
         """Delete everything stored for one (user, agent) scope, and only that scope: traces,
         history, derived rows and facts; returns the receipt (``receipt.traces``: how many)."""
-        return self.store.delete_scope(self._scope(user, agent))
+        scope = self._scope(user, agent)
+        receipt = self.store.delete_scope(scope)
+        self.retriever.forget(scope)  # this process's in-memory index of it goes too
+        return receipt
 
     # -- reads --------------------------------------------------------------------------
     def get(self, trace_id: str, *, user: str | None = _UNSET, agent: str | None = _UNSET) -> Trace:
@@ -256,14 +260,16 @@ class Memory:
     def health(self) -> dict[str, Any]:
         """Whether this memory can answer, and with which models (a server's readiness check).
 
-        Returns ``{"ready", "store", "embedder", "ner", "degraded"}``. ``store`` is ``"ok"`` when
-        a read of the store succeeds, else ``"error: <why>"``. ``embedder`` and ``ner`` are
+        Returns ``{"ready", "store", "embedder", "ner", "degraded", "index_cache"}``. ``store``
+        is ``"ok"`` when a read of the store succeeds, else ``"error: <why>"``. ``embedder`` and ``ner`` are
         ``"ok"`` or ``"unavailable: <why>"``: each is loaded on the first call (seconds) and the
         outcome is kept, so later calls cost a store read. ``degraded`` has one line per
         unavailable model saying what searches skip without it. ``ready`` is True exactly when
         the store works: writes are accepted and searches answer, possibly degraded (a missing
         model never makes a write fail or a search raise). A model that failed is tried again
-        only by a new ``Memory``.
+        only by a new ``Memory``. ``index_cache`` reports the in-memory indexes of this process
+        (``Config.index_cache_mb``): ``budget_bytes``, ``bytes`` and ``scopes`` held now, and the
+        ``hits``, ``misses`` (a scope built or read from its snapshot) and ``evictions`` so far.
         """
         return self.retriever.health(self.scope)
 
@@ -459,3 +465,12 @@ def _to_draft(item: Any, index: int) -> TraceDraft:
     if "text" not in item:
         raise InvalidInput(f"trace #{index} has no 'text'")
     return TraceDraft(**item)
+
+
+def _cache_bytes(megabytes: Any) -> int:
+    """``Config.index_cache_mb`` in bytes, or InvalidInput for a value that is not a size."""
+    if isinstance(megabytes, bool) or not isinstance(megabytes, (int, float)) or not megabytes >= 0:
+        raise InvalidInput(f"index_cache_mb must be a number of MiB >= 0 (got {megabytes!r})")
+    if megabytes == float("inf"):
+        raise InvalidInput("index_cache_mb must be finite (a large number keeps every scope)")
+    return int(megabytes * (1 << 20))

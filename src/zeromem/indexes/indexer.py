@@ -15,6 +15,7 @@ is stored, so the sessions stay dirty and the next healthy ``refresh`` derives t
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -72,6 +73,14 @@ class Indexer:
         self._encoders = encoders  # called lazily: CRUD-only use never loads a model
         self.window_turns = window_turns
         self.stride = stride
+        self._pool: ThreadPoolExecutor | None = None  # made once: a write should not start threads
+        self._pool_lock = threading.Lock()
+
+    def _embed_pool(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=EMBED_WORKERS, thread_name_prefix="zeromem-embed")
+            return self._pool
 
     def pending_sessions(self, scope: Scope) -> list[str]:
         return self.store.dirty_sessions(scope)
@@ -198,11 +207,10 @@ class Indexer:
         # texts are embedded by worker threads while spaCy runs here, and once spaCy is done
         # both cores embed: encoder time ≈ (NER + embedding) / 2 on a 2-core machine.
         embedding = []
-        pool = None
         if to_embed:
             embed_keys = sorted(to_embed)
             embed_texts = [to_embed[k] for k in embed_keys]
-            pool = ThreadPoolExecutor(max_workers=EMBED_WORKERS, thread_name_prefix="zeromem-embed")
+            pool = self._embed_pool()
             encode = _guarded(EMBEDDER, lambda: encoders.embedder).encode
             embedding = [pool.submit(_timed, encode, embed_texts[i:i + EMBED_CHUNK])
                          for i in range(0, len(embed_texts), EMBED_CHUNK)]
@@ -236,8 +244,8 @@ class Indexer:
                 for plan in plans:
                     plan["vecs"].update(fresh)
         finally:
-            if pool is not None:
-                pool.shutdown(wait=True)
+            for future in embedding:  # an error above leaves no task running behind the caller
+                future.cancel() or future.exception()
 
     def _commit(self, scope: Scope, plan: dict[str, Any], entity_vectors: dict[str, bytes]) -> None:
         """Store the session's units; a session another writer changed meanwhile stays dirty."""
@@ -287,9 +295,9 @@ class Indexer:
         encode = _guarded(EMBEDDER, lambda: encoders.embedder).encode
         chunks = [missing[i:i + EMBED_CHUNK * 4] for i in range(0, len(missing), EMBED_CHUNK * 4)]
         if len(chunks) > 1:  # both cores: one text per run, so a vector never depends on its chunk
-            with ThreadPoolExecutor(max_workers=EMBED_WORKERS, thread_name_prefix="zeromem-embed") as pool:
-                futures = [pool.submit(encode, chunk) for chunk in chunks]
-                vectors = np.concatenate([_guarded(EMBEDDER, f.result) for f in futures])
+            pool = self._embed_pool()
+            futures = [pool.submit(encode, chunk) for chunk in chunks]
+            vectors = np.concatenate([_guarded(EMBEDDER, f.result) for f in futures])
         else:
             vectors = _guarded(EMBEDDER, lambda: encode(missing))
         report.encoder_seconds["dense"] = report.encoder_seconds.get("dense", 0.0) + (time.perf_counter() - t0)

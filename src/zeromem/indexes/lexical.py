@@ -16,10 +16,14 @@ query terms' postings only, with the *current* N, df and avgdl — the scores of
 exactly, after every write (tests check them against bm25s on the same tokens).
 
 Documents live in slots. Replacing or removing a slot's document bumps the slot's generation;
-postings of older generations are skipped at query time and dropped from a term's list once
-they outnumber its live postings, so the lists stay within twice their live size.
+postings of older generations are skipped at query time. Postings are kept as a *base* (CSR by
+term: one pointer array and three flat arrays, for every term together) plus a *delta* of the
+postings added since, indexed by term; when the delta or the stale postings grow past a share of
+the base, both are merged into a new base without the stale ones. A scope's BM25 index is then
+eight arrays per level (not three arrays per term), so it costs little memory and loads from a
+snapshot without a Python object per term.
 
-Cost: ``set_document`` O(|d|); ``scores`` O(postings of the query terms).
+Cost: ``set_document`` O(|d|) amortized; ``scores`` O(postings of the query terms).
 """
 
 from __future__ import annotations
@@ -62,14 +66,8 @@ class Vocabulary:
         return [self.ids[t] for t in tokens if t in self.ids]
 
 
-class _Postings:
-    __slots__ = ("docs", "gens", "stale", "tfs")
-
-    def __init__(self) -> None:
-        self.docs = Growable(np.int32, capacity=4)
-        self.gens = Growable(np.int32, capacity=4)
-        self.tfs = Growable(np.float32, capacity=4)  # term frequencies: small integers, exact
-        self.stale = 0
+MERGE_SHARE = 0.25  # delta (or stale) postings, as a share of the base, that trigger a merge
+MERGE_MIN = 4096  # ... but never merge for fewer postings than this
 
 
 class LexicalIndex:
@@ -85,7 +83,17 @@ class LexicalIndex:
         # Each slot's distinct term ids (to undo df on removal). An owner that keeps the
         # documents itself passes them to ``remove_document`` instead (remember_terms=False).
         self._terms: Ragged | None = Ragged(np.int32) if remember_terms else None
-        self._postings: dict[int, _Postings] = {}
+        # Postings: base (CSR by term id) + delta (appended since the last merge).
+        self._base_ptr = np.zeros(1, dtype=np.int64)
+        self._base_docs = np.zeros(0, dtype=np.int32)
+        self._base_gens = np.zeros(0, dtype=np.int32)
+        self._base_tfs = np.zeros(0, dtype=np.float32)  # term frequencies: small integers, exact
+        self._delta_docs = Growable(np.int32)
+        self._delta_gens = Growable(np.int32)
+        self._delta_tfs = Growable(np.float32)
+        self._delta_terms = Growable(np.int32)
+        self._delta_of_term: dict[int, list[int]] = {}  # term id → positions in the delta
+        self._stale = 0  # postings of removed documents still stored
         self._df = Growable(np.int64)  # per term id
         self.n_docs = 0  # documents with at least one token
         self.total_length = 0.0
@@ -120,13 +128,18 @@ class LexicalIndex:
         terms, counts = np.unique(np.asarray(term_ids, dtype=np.int64), return_counts=True)
         gen = int(self._gen[slot])
         self._df.reserve(max(self._df.size, int(terms[-1]) + 1))
-        for term, count in zip(terms.tolist(), counts.tolist()):
-            postings = self._postings.get(term)
-            if postings is None:
-                postings = self._postings[term] = _Postings()
-            postings.docs.append(slot)
-            postings.gens.append(gen)
-            postings.tfs.append(count)
+        start = self._delta_terms.size
+        self._delta_terms.extend(terms)
+        self._delta_docs.extend(np.full(len(terms), slot))
+        self._delta_gens.extend(np.full(len(terms), gen))
+        self._delta_tfs.extend(counts)
+        of_term = self._delta_of_term
+        for position, term in enumerate(terms.tolist(), start):
+            found = of_term.get(term)
+            if found is None:
+                of_term[term] = [position]
+            else:
+                found.append(position)
         self._df[terms] += 1
         if self._terms is not None:
             self._terms[slot] = terms
@@ -134,6 +147,7 @@ class LexicalIndex:
         self._length[slot] = float(len(term_ids))
         self.n_docs += 1
         self.total_length += float(len(term_ids))
+        self._merge_if_due()
 
     def remove_document(self, slot: int, term_ids: np.ndarray | None = None) -> None:
         """Take a slot's document out; ``term_ids``: the document (required when the index
@@ -147,11 +161,7 @@ class LexicalIndex:
         else:
             terms = np.unique(np.asarray(term_ids, dtype=np.int64)).astype(np.int32)
         self._df[terms.astype(np.int64)] -= 1
-        for term in terms.tolist():
-            postings = self._postings[term]
-            postings.stale += 1
-            if postings.stale > max(8, len(postings.docs) // 2):
-                self._compact(postings)
+        self._stale += len(terms)
         self._gen[slot] += 1
         self.n_docs -= 1
         self.total_length -= float(self._length[slot])
@@ -160,14 +170,45 @@ class LexicalIndex:
             self._terms[slot] = ()
         self._has_doc[slot] = False
 
-    def _compact(self, postings: _Postings) -> None:
-        docs, gens, tfs = postings.docs.view(), postings.gens.view(), postings.tfs.view()
+        self._merge_if_due()
+
+    def _merge_if_due(self) -> None:
+        threshold = max(MERGE_MIN, MERGE_SHARE * len(self._base_docs))
+        if self._delta_terms.size > threshold or self._stale > threshold:
+            self._merge()
+
+    def _merge(self) -> None:
+        """One base from base + delta, without the postings of removed documents; within a term,
+        postings keep the order they were added in (a stable sort by term)."""
+        base_terms = np.repeat(np.arange(len(self._base_ptr) - 1, dtype=np.int64), np.diff(self._base_ptr))
+        terms = np.concatenate([base_terms, self._delta_terms.view().astype(np.int64)])
+        docs = np.concatenate([self._base_docs, self._delta_docs.view()])
+        gens = np.concatenate([self._base_gens, self._delta_gens.view()])
+        tfs = np.concatenate([self._base_tfs, self._delta_tfs.view()])
         live = self._gen.view()[docs] == gens
-        kept = (docs[live].copy(), gens[live].copy(), tfs[live].copy())
-        for array, values in zip((postings.docs, postings.gens, postings.tfs), kept):
-            array.size = 0
-            array.extend(values)
-        postings.stale = 0
+        order = np.argsort(terms[live], kind="stable")
+        terms, docs, gens, tfs = terms[live][order], docs[live][order], gens[live][order], tfs[live][order]
+        n_terms = max(self._df.size, len(self._base_ptr) - 1)
+        self._base_ptr = np.concatenate([[0], np.cumsum(np.bincount(terms, minlength=n_terms))]).astype(np.int64)
+        self._base_docs, self._base_gens, self._base_tfs = docs, gens, tfs
+        for delta in (self._delta_terms, self._delta_docs, self._delta_gens, self._delta_tfs):
+            delta.size = 0
+        self._delta_of_term = {}
+        self._stale = 0
+
+    def _postings(self, term: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(documents, generations, term frequencies) of every stored posting of ``term``."""
+        lo = hi = 0
+        if term + 1 < len(self._base_ptr):
+            lo, hi = int(self._base_ptr[term]), int(self._base_ptr[term + 1])
+        docs, gens, tfs = self._base_docs[lo:hi], self._base_gens[lo:hi], self._base_tfs[lo:hi]
+        added = self._delta_of_term.get(term)
+        if added:
+            at = np.asarray(added, dtype=np.int64)
+            docs = np.concatenate([docs, self._delta_docs.view()[at]])
+            gens = np.concatenate([gens, self._delta_gens.view()[at]])
+            tfs = np.concatenate([tfs, self._delta_tfs.view()[at]])
+        return docs, gens, tfs
 
     def document_frequency(self, token: str) -> int:
         tid = self.vocabulary.ids.get(token)
@@ -186,11 +227,9 @@ class LexicalIndex:
             df = int(df_of[term]) if term < len(df_of) else 0
             if df == 0:
                 continue
-            postings = self._postings[term]
-            docs = postings.docs.view()
-            tfs = postings.tfs.view()
-            if postings.stale:
-                live = gen[docs] == postings.gens.view()
+            docs, gens, tfs = self._postings(term)
+            if self._stale:
+                live = gen[docs] == gens
                 docs, tfs = docs[live], tfs[live]
             idf = np.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5))
             norm = self.k1 * (1.0 - self.b + self.b * lengths[docs] / avgdl)
@@ -204,24 +243,16 @@ class LexicalIndex:
 
     # -- persistence --------------------------------------------------------------------
     def state(self) -> dict[str, np.ndarray]:
-        """Arrays that ``from_state`` turns back into this index (postings grouped by term)."""
-        terms = sorted(self._postings)
-        lengths = [len(self._postings[t].docs) for t in terms]
-        ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-
-        def joined(name: str, dtype) -> np.ndarray:
-            parts = [getattr(self._postings[t], name).view() for t in terms]
-            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+        """Arrays that ``from_state`` turns back into this index (the postings merged)."""
+        if self._delta_terms.size or self._stale:
+            self._merge()
         remembered = {}
         if self._terms is not None:
             remembered["terms_ptr"], remembered["terms_values"] = self._terms.flat()
         return remembered | {
                 "gen": self._gen.view(), "length": self._length.view(), "has_doc": self._has_doc.view(),
-                "df": self._df.view(),
-                "post_terms": np.asarray(terms, dtype=np.int64), "post_ptr": ptr,
-                "post_docs": joined("docs", np.int32), "post_gens": joined("gens", np.int32),
-                "post_tfs": joined("tfs", np.float32),
-                "post_stale": np.asarray([self._postings[t].stale for t in terms], dtype=np.int64),
+                "df": self._df.view(), "post_ptr": self._base_ptr, "post_docs": self._base_docs,
+                "post_gens": self._base_gens, "post_tfs": self._base_tfs,
                 "totals": np.asarray([self.n_docs, self.total_length], dtype=np.float64)}
 
     @classmethod
@@ -234,16 +265,10 @@ class LexicalIndex:
         if "terms_ptr" in state:
             index._terms = Ragged(np.int32, state["terms_ptr"], state["terms_values"])
             index._terms.reserve(index._gen.size)
-        ptr = state["post_ptr"]
-        docs, gens, tfs = state["post_docs"], state["post_gens"], state["post_tfs"]
-        for i, (term, stale) in enumerate(zip(state["post_terms"].tolist(), state["post_stale"].tolist())):
-            postings = _Postings()
-            lo, hi = ptr[i], ptr[i + 1]
-            postings.docs = Growable.wrap(docs[lo:hi])
-            postings.gens = Growable.wrap(gens[lo:hi])
-            postings.tfs = Growable.wrap(tfs[lo:hi])
-            postings.stale = stale
-            index._postings[term] = postings
+        index._base_ptr = np.asarray(state["post_ptr"], dtype=np.int64)
+        index._base_docs = state["post_docs"]
+        index._base_gens = state["post_gens"]
+        index._base_tfs = state["post_tfs"]
         index.n_docs = int(state["totals"][0])
         index.total_length = float(state["totals"][1])
         return index

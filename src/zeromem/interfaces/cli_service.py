@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from ..config import Config
 from ..errors import InvalidInput
 from ..store import validate
 from ..store.base import scope_key
@@ -50,7 +51,11 @@ def serve(
     threads: Annotated[int, typer.Option(
         "--threads", min=1, help="request threads per process")] = 4,
     preload: Annotated[bool, typer.Option(
-        "--preload", help="build every scope's in-memory index at start (/readyz waits for it)")] = False,
+        "--preload", help="build scopes' in-memory indexes at start, as many as --index-cache-mb holds "
+        "(/readyz waits for it)")] = False,
+    index_cache_mb: Annotated[float, typer.Option(
+        "--index-cache-mb", min=0, help="memory per worker for the in-memory indexes of the scopes "
+        "searched most recently (least recently used dropped beyond it)")] = Config().index_cache_mb,
     log_level: Annotated[str, typer.Option("--log-level")] = "warning",
 ) -> None:
     """Serve the memory over HTTP: REST API at /v1 (OpenAPI docs at /docs), inspector at /."""
@@ -69,7 +74,7 @@ def serve(
         "db": db if db is not None and "://" in str(db) else path, "user": user, "agent": agent,
         "require_auth": not no_auth, "max_body_bytes": int(max_body_mb * 1024 * 1024),
         "reader_url": reader_url, "reader_model": reader_model, "threads": threads,
-        "preload": preload})
+        "preload": preload, "index_cache_mb": index_cache_mb})
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     auth = "no auth" if no_auth else f"{keys} active API key(s)"
     typer.echo(f"zeromem serve: {path} on http://{host}:{port} ({auth}, {workers} worker process(es)); "

@@ -337,13 +337,17 @@ def _title_match(query: str, prep: PreparedScope) -> np.ndarray:
     titles = prep.titles
     if not titles:
         return out
-    padded = f" {normalize_title(query)} "
+    words = normalize_title(query).split()
+    padded = f" {' '.join(words)} "
     strength = prep.title_strength
     written = prep.title_written
+    # The titles the query names are among its word n-grams: looked up, not scanned for.
+    named = {gram for n in range(1, min(prep.title_words, len(words)) + 1)
+             for i in range(len(words) - n + 1) if (gram := " ".join(words[i:i + n])) in titles}
     # A writer who capitalizes names but writes a title's words in lower case ("what science
     # fantasy series…" against the page "Science Fantasy") is using them as common words.
     capitalizes = any(word[:1].isupper() for word in query.split()[1:])
-    for key in _outermost(padded, [key for key in titles if f" {key} " in padded]):
+    for key in _outermost(padded, sorted(named)):
         form = written[key]
         common = capitalizes and form != form.lower() and form not in query
         value = strength[key] * (LOWERCASE_TITLE_MATCH if common else 1.0)

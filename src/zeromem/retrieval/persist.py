@@ -22,7 +22,7 @@ from ..store.base import TraceRows
 from ..types import Scope
 from .prepared import PreparedScope
 
-FORMAT = 8  # 8: turn titles (Trace.title); 7: state assertions carry session and seq
+FORMAT = 9  # 9: BM25 postings, one CSR per level; 8: turn titles; 7: state assertions carry session and seq
 
 
 def encode(prep: PreparedScope, *, compact: bool = False) -> tuple[str, dict[str, bytes]]:

@@ -137,6 +137,11 @@ class PreparedScope:
         return self._title_data().written
 
     @property
+    def title_words(self) -> int:
+        """The most words any title has (a query's n-grams up to this length can name one)."""
+        return self._title_data().longest
+
+    @property
     def titled_turns(self) -> dict[int, list[int]]:
         """Graph entity id → turn nodes titled after that entity."""
         return self._title_data().by_entity
@@ -279,7 +284,8 @@ class PreparedScope:
                 j = self.graph.entity_index.get(target)
                 if j is not None and self.graph.entity_df[j] > 0:
                     by_entity.setdefault(j, []).extend(slots)
-            self._titles = _Titles(self.version, nodes, strength, by_entity, written)
+            longest = max((key.count(" ") + 1 for key in nodes), default=0)
+            self._titles = _Titles(self.version, nodes, strength, by_entity, written, longest)
         return self._titles
 
     # -- persistence --------------------------------------------------------------------
@@ -387,6 +393,7 @@ class _Titles:
     strength: dict[str, np.ndarray]
     by_entity: dict[int, list[int]]
     written: dict[str, str]
+    longest: int  # words in the longest title
 
 
 def title_strength(raw_titles: list[str]) -> list[float]:

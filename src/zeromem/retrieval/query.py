@@ -10,6 +10,7 @@ day the question is asked (``now``, else ``as_of``, as the caller wrote it: the 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +35,10 @@ class SearchRequest:
 
 
 def search_request(store: Any, scope: Scope, query: Any, *, k: Any, session: Any, as_of: Any,
-                   filters: dict[str, Any] | None, now: Any = None) -> SearchRequest:
-    """The checked request; reads the store for ``filters`` and expiry only."""
+                   filters: dict[str, Any] | None, now: Any = None,
+                   expiring: Callable[[Scope], dict[int, Any]] | None = None) -> SearchRequest:
+    """The checked request; reads the store for ``filters`` and expiry only (``expiring``:
+    the scope's rowid → ``expires_at``, default ``store.expiring``)."""
     query = validate.clean_text(query, field="query", max_chars=MAX_QUERY_CHARS)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         shown = validate.int_text(k) if isinstance(k, int) and not isinstance(k, bool) else repr(k)
@@ -48,7 +51,7 @@ def search_request(store: Any, scope: Scope, query: Any, *, k: Any, session: Any
     if filters:
         parse = store.ids.parse
         allowed = {parse(t.id) for t in store.list(scope, metadata=filters)}
-    hidden = expired_rowids(store.expiring(scope), cutoff)
+    hidden = expired_rowids((expiring or store.expiring)(scope), cutoff)
     when = to_utc(dt.datetime.fromisoformat(cutoff)) if cutoff else None
     asked_on = dt.datetime.fromisoformat(asked).date() if asked else None
     return SearchRequest(query, k, session, when, allowed, hidden, asked_on)

@@ -20,6 +20,7 @@ from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, EncoderFailure
 from ..types import Evidence, Scope
 from . import health
+from .cache import CacheStats
 from .context import render_evidence
 from .engine import Engine, SearchResult
 from .prepared import PreparedScope
@@ -29,11 +30,12 @@ from .scopes import ScopeIndexes
 
 
 class Retriever:
-    def __init__(self, store: Any, indexer: Any, encoders: Any, config: RetrievalConfig) -> None:
+    def __init__(self, store: Any, indexer: Any, encoders: Any, config: RetrievalConfig,
+                 cache_bytes: int = 1024 << 20) -> None:
         self.store = store
         self.encoders = encoders
         self.config = config
-        self.scopes = ScopeIndexes(store, indexer, encoders, config)
+        self.scopes = ScopeIndexes(store, indexer, encoders, config, cache_bytes)
         self._engine: Engine | None = None
         self._engine_lock = threading.Lock()
 
@@ -68,27 +70,35 @@ class Retriever:
         for scope in self.scopes.held_scopes():
             self.save(scope)
 
+    def forget(self, scope: Scope) -> None:
+        """Drop the scope's in-memory index (its traces were erased)."""
+        self.scopes.forget(scope)
+
+    def cache_stats(self) -> CacheStats:
+        """The index cache of this process (see cache.py)."""
+        return self.scopes.cache_stats()
+
     def degraded(self, scope: Scope) -> tuple[set[str], list[str]]:
         """(channels a search of ``scope`` skips now, why): see health.degraded."""
         return health.degraded(self.encoders.failures(), self.scopes.waiting_for_ner(scope))
 
     def health(self, scope: Scope) -> dict[str, Any]:
         """See ``Memory.health``."""
-        return health.health(self.store, self.encoders, scope)
+        report = health.health(self.store, self.encoders, scope)
+        report["index_cache"] = self.scopes.cache_stats().as_dict()
+        return report
 
     def search(self, scope: Scope, query: Any, *, k: int, session: str | None, as_of: Any,
                filters: dict[str, Any] | None, now: Any = None) -> SearchResult:
         request = search_request(self.store, scope, query, k=k, session=session, as_of=as_of,
-                                 filters=filters, now=now)
-        loading = None
+                                 filters=filters, now=now, expiring=self.scopes.expiring)
         if self._engine is None:
             # The first search of a process loads the embedder (~0.5 s) while the scope's
             # index loads: ONNX Runtime builds its session outside the GIL.
             loading = threading.Thread(target=self._load_engine, name="zeromem-load-embedder", daemon=True)
             loading.start()
-        with self.scopes.lock(scope):
-            self.scopes.prepared(scope)
-        if loading is not None:
+            with self.scopes.lock(scope):
+                self.scopes.prepared(scope)
             loading.join()
         engine = self.engine()
         with self.scopes.lock(scope):

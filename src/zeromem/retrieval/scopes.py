@@ -1,12 +1,15 @@
 """Each scope's prepared index, kept current with the store, one lock per scope.
 
-A scope's ``PreparedScope`` lives as long as the ``Memory``. Before a search, the scope's
+A scope's ``PreparedScope`` stays in the process's index cache (cache.py, bounded by
+``Config.index_cache_mb``) until scopes used more recently push it out. Before a search, the scope's
 sessions that changed since the index's version (in this process or any other) are read in one
 read transaction and applied slot by slot (``ScopeIndex.apply`` → ``PreparedScope.update``):
 the cost follows what changed, not the size of the scope. A wipe (``delete_scope``,
-``reindex``) makes the next search build the index anew. Each scope has its own lock: a
-search and an update of the same scope never interleave, other scopes are not held up. The
-first use of a scope opens it from its persisted index when it has one (snapshots.py).
+``reindex``) makes the next search build the index anew. Each scope maps to one of
+``LOCK_STRIPES`` locks (a fixed number, however many tenants the store holds): a search and an
+update of the same scope never interleave, other scopes are seldom held up. The first use of a
+scope, and its first use after the cache dropped it, opens it from its persisted index when it
+has one (snapshots.py), else builds it from the store.
 
 Degraded search (docs/decisions.md): when the embedder or the NER pipeline cannot be loaded or
 fails, the dirty sessions cannot be stored; they are derived in memory with the encoders that
@@ -18,6 +21,7 @@ units replace the in-memory ones through the usual change log.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
@@ -29,23 +33,32 @@ from ..indexes.scope_index import ScopeIndex, session_batches
 from ..store.fingerprint import check_fingerprint
 from ..types import Scope
 from . import snapshots
+from .cache import CacheStats, IndexCache
 from .prepared import PreparedScope
 
+_log = logging.getLogger("zeromem")
+
 TRIM_EVERY = 50  # updates between returning freed heap memory to the OS (~0.3 ms each)
+LOCK_STRIPES = 256
 
 
 class ScopeIndexes:
-    """The prepared index of every scope this process has searched."""
+    """The prepared indexes of the scopes this process searched most recently."""
 
-    def __init__(self, store: Any, indexer: Any, encoders: Any, config: RetrievalConfig) -> None:
+    def __init__(self, store: Any, indexer: Any, encoders: Any, config: RetrievalConfig,
+                 cache_bytes: int = 1024 << 20) -> None:
         self.store = store
         self.indexer = indexer
         self.encoders = encoders
         self.config = config
-        self._prepared: dict[tuple[str, str], PreparedScope] = {}
-        self._locks: dict[tuple[str, str], threading.RLock] = {}
-        self._locks_guard = threading.Lock()
+        self._cache = IndexCache(cache_bytes, slots=lambda prep: prep.n_turns,
+                                 version=lambda prep: prep.version, on_evict=self._evicted)
+        self._stripes = [threading.RLock() for _ in range(LOCK_STRIPES)]
         self._applied = 0
+        self._evicted_since_trim = 0
+        # Per scope held: (store version, rowid → expires_at) — reading it is a scan of the
+        # scope's metadata, so it is read again only after a write.
+        self._expiring: dict[tuple[str, str], tuple[int, dict[int, Any]]] = {}
         # Per scope, the sessions its prepared index holds as derived in memory (an encoder is
         # down): session → what it was derived from and lacks; and the store version at which
         # the dirty sessions were last compared with them.
@@ -53,16 +66,37 @@ class ScopeIndexes:
         self._overlay_version: dict[tuple[str, str], int] = {}
 
     def lock(self, scope: Scope) -> threading.RLock:
-        with self._locks_guard:
-            return self._locks.setdefault(scope.key, threading.RLock())
+        return self._stripes[hash(scope.key) % LOCK_STRIPES]
 
     def held(self, scope: Scope) -> PreparedScope | None:
         """The scope's prepared index as it is in memory now (no sync), or None."""
-        return self._prepared.get(scope.key)
+        prep: PreparedScope | None = self._cache.peek(scope.key)
+        return prep
 
     def held_scopes(self) -> list[Scope]:
         """The scopes held in memory."""
-        return [Scope(key[0] or None, key[1] or None) for key in list(self._prepared)]
+        return [Scope(key[0] or None, key[1] or None) for key in self._cache.held_keys()]
+
+    def expiring(self, scope: Scope) -> dict[int, Any]:
+        """``store.expiring(scope)``, read again only when the scope's version moved."""
+        version = self.store.scope_version(scope)
+        cached = self._expiring.get(scope.key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        found: dict[int, Any] = self.store.expiring(scope)  # read after the version: as new or newer
+        self._expiring[scope.key] = (version, found)
+        return found
+
+    def forget(self, scope: Scope) -> None:
+        """Drop the scope's prepared index and what is kept beside it (after an erasure)."""
+        with self.lock(scope):
+            self._cache.discard(scope.key)
+            self._expiring.pop(scope.key, None)
+            self._forget_overlay(scope)
+
+    def cache_stats(self) -> CacheStats:
+        """Bytes and scopes the index cache holds, its budget, hits, misses and evictions."""
+        return self._cache.stats()
 
     def waiting_for_ner(self, scope: Scope) -> int:
         """How many sessions of ``scope`` are held in memory without entity mentions."""
@@ -86,7 +120,7 @@ class ScopeIndexes:
         """Persist the scope's prepared index when due (snapshots.save); sessions derived in
         memory only are never persisted. Returns whether it was written."""
         with self.lock(scope):
-            prep = self._prepared.get(scope.key)
+            prep = self.held(scope)
             if prep is None or self._overlays.get(scope.key):
                 return False
             return snapshots.save(self.store, scope, prep, self.config, force=force)
@@ -94,7 +128,7 @@ class ScopeIndexes:
     def _from_store(self, scope: Scope) -> PreparedScope:
         """The scope's prepared index with every change the store logged applied."""
         with self.lock(scope):
-            prep = self._prepared.get(scope.key)
+            prep = self._cache.get(scope.key)
             current = self.store.scope_version(scope)
             if prep is not None and prep.index.version == current:
                 return prep
@@ -108,7 +142,7 @@ class ScopeIndexes:
                 prep = snapshots.load(self.store, scope)
                 self._forget_overlay(scope)
             if prep is not None and prep.index.version == current:
-                self._prepared[scope.key] = prep
+                self._cache.put(scope.key, prep)
                 return prep
             known = set(prep.index.entity_row) if prep is not None else set()
             delta = self.store.read_changes(scope, prep.index.version if prep is not None else 0, known)
@@ -128,8 +162,30 @@ class ScopeIndexes:
             self._applied += 1
             if delta["full"] or len(delta["sessions"]) > 100 or self._applied % TRIM_EVERY == 0:
                 snapshots.release_memory()  # a build, and many small updates, leave freed blocks
-            self._prepared[scope.key] = prep
+            self._cache.put(scope.key, prep)
             return prep
+
+    def _evicted(self, key: tuple[str, str], prep: PreparedScope) -> None:
+        """A scope the cache dropped: persist it first if it is large and changed (its next use
+        then reads arrays instead of re-deriving it). Runs in the thread of the search that made
+        room, which holds another scope's lock: the dropped scope's lock is only tried, never
+        waited for (two such threads would otherwise wait on each other)."""
+        scope = Scope(key[0] or None, key[1] or None)
+        self._expiring.pop(key, None)
+        lock = self.lock(scope)
+        if lock.acquire(blocking=False):
+            try:
+                if not self._overlays.get(key):
+                    snapshots.save(self.store, scope, prep, self.config)
+                self._forget_overlay(scope)
+            except Exception as exc:  # noqa: BLE001 - a snapshot is a cache; the store is intact
+                _log.warning("zeromem: could not persist an evicted scope's index: %s", exc)
+            finally:
+                lock.release()
+        self._evicted_since_trim += 1
+        if self._evicted_since_trim >= 8:
+            self._evicted_since_trim = 0
+            snapshots.release_memory()
 
     def _overlay(self, scope: Scope, prep: PreparedScope) -> None:
         """Apply the scope's dirty sessions, derived in memory with the encoders that work.

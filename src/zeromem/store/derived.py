@@ -245,9 +245,30 @@ def commit_session(conn: sqlite3.Connection, user: str, agent: str, session: str
         (user, agent, session)).fetchall()
     if [tuple(r) for r in current] != [tuple(e) for e in expected]:
         return False
-    conn.execute("DELETE FROM units WHERE user_key=? AND agent_key=? AND session=?", (user, agent, session))
-    mentioned: set[str] = set()
+    # A write changes a few units of its session (its turn, spans, window, episode): rows that
+    # stay exactly the same are kept, the rest replaced. A unit's vector and mentions follow
+    # from its text (stored encodings are reused by text hash), so equal keys mean equal rows.
+    kept: dict[tuple, list[int]] = {}
+    for row in conn.execute(
+            "SELECT u.id, u.level, u.position, u.text_hash, u.trace_rowids, u.first_seq, u.last_seq,"
+            " u.speaker, u.time, v.unit_id IS NOT NULL FROM units u LEFT JOIN unit_vectors v ON v.unit_id = u.id"
+            " WHERE u.user_key=? AND u.agent_key=? AND u.session=? ORDER BY u.id", (user, agent, session)):
+        kept.setdefault(tuple(row[1:]), []).append(row[0])
+    fresh = []
     for unit in units:
+        key = (unit.level, unit.position, unit.text_hash, json.dumps(list(unit.rowids)), unit.first_seq,
+               unit.last_seq, unit.speaker, unit.time, unit.vector is not None)
+        same = kept.get(key)
+        if same:
+            same.pop(0)
+        else:
+            fresh.append(unit)
+    stale = [uid for ids in kept.values() for uid in ids]
+    for start in range(0, len(stale), 500):
+        chunk = stale[start:start + 500]
+        conn.execute(f"DELETE FROM units WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+    mentioned: set[str] = set()
+    for unit in fresh:
         cur = conn.execute(
             "INSERT INTO units (user_key, agent_key, session, level, position, text, text_hash, trace_rowids,"
             " first_seq, last_seq, speaker, time) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",

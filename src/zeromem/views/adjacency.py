@@ -21,6 +21,10 @@ from ..indexes.growable import Growable
 from ..indexes.ragged import Ragged
 
 ADJACENCY_WEIGHT = 0.3  # between consecutive turns of a session
+# Edge weights as PageRank reads them: single precision halves the memory a power step streams
+# through (PPR converges to an L1 tolerance of 1e-4, far above float32's rounding; measured on
+# the HotpotQA pool and LoCoMo: identical rankings, docs/decisions.md).
+WEIGHT_DTYPE = np.float32
 
 
 class TurnEdges(Protocol):
@@ -131,9 +135,9 @@ class BaseDeltaAdjacency:
             parts_c += c
             parts_v += v
         if not parts_v:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, WEIGHT_DTYPE)
         return (np.concatenate(parts_r).astype(np.int64), np.concatenate(parts_c).astype(np.int64),
-                np.concatenate(parts_v).astype(np.float64))
+                np.concatenate(parts_v).astype(WEIGHT_DTYPE))
 
     def _ensure_base(self) -> None:
         """Build the base from every turn's edges, vectorized (no per-turn Python)."""
@@ -164,13 +168,13 @@ class BaseDeltaAdjacency:
         n = self.n_nodes
         order = np.lexsort((cols, rows))
         indptr = np.searchsorted(rows[order], np.arange(n + 1))
-        self._base = sp.csr_matrix((vals[order], cols[order], indptr), shape=(n, n))
+        self._base = sp.csr_matrix((vals[order].astype(WEIGHT_DTYPE), cols[order], indptr), shape=(n, n))
         position = np.empty(len(order), dtype=np.int64)
         position[order] = np.arange(len(order))
         by_owner = np.argsort(owner, kind="stable")
         self._owner_ptr = np.searchsorted(owner[by_owner], np.arange(n_t + 1))
         self._owner_entries = position[by_owner].astype(np.int32)
-        self._base_degree = np.bincount(rows, weights=vals, minlength=n)[:n].astype(np.float64)
+        self._base_degree = np.bincount(rows, weights=vals.astype(WEIGHT_DTYPE), minlength=n)[:n].astype(np.float64)
         self._base_slots = int(alive.sum())
         self._dirty = set()
         self._cache = None

@@ -94,6 +94,7 @@ class EntityGraph:
         self.n_live_turns = 0
         self.version = 0
         self.adjacency = BaseDeltaAdjacency(self)
+        self._mentioned: tuple[int, int, np.ndarray] | None = None  # (version, names, mask)
 
     # -- reads --------------------------------------------------------------------------
     @property
@@ -120,6 +121,17 @@ class EntityGraph:
     def parts(self) -> tuple[list[sp.csr_matrix], np.ndarray]:
         """The adjacency as [base, delta] CSR matrices (n_nodes²) and every node's degree."""
         return self.adjacency.parts(self.version)
+
+    def mentioned_mask(self, entity_names: Sequence[str]) -> np.ndarray:
+        """Per name of ``entity_names`` (append-only: the scope's entities with a vector), whether
+        a live turn still mentions it; made once per graph version, not once per query."""
+        cached = self._mentioned
+        if cached is None or cached[0] != self.version or cached[1] != len(entity_names):
+            counts = self.raw_counts
+            mask = np.fromiter((counts.get(name, 0) > 0 for name in entity_names), dtype=bool,
+                               count=len(entity_names))
+            cached = self._mentioned = (self.version, len(entity_names), mask)
+        return cached[2]
 
     def turns_of_entities(self, entity_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """(turn slots, count per entity): each entity's live turns, ascending, entity by entity."""
@@ -317,7 +329,7 @@ def align_entities(graph: EntityGraph, query_ngrams: list[str], query_vec: np.nd
     if query_vec is not None and entity_vectors is not None and len(entity_names):
         cos = entity_vectors @ query_vec
         # names nobody mentions any more (their last turn was deleted) align with nothing
-        cos = np.where([graph.raw_counts.get(name, 0) > 0 for name in entity_names], cos, -np.inf)
+        cos = np.where(graph.mentioned_mask(entity_names), cos, -np.inf)
         top = top_indices(cos, DENSE_ALIGN_TOP)
         for i in top:
             if cos[i] < DENSE_ALIGN_MIN_COS:

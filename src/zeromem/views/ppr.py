@@ -45,23 +45,33 @@ def personalized_pagerank(parts: list[sp.csr_matrix], degree: np.ndarray, restar
     total = float(restart.sum())
     if total <= 0:
         return np.zeros(len(degree))
-    r = restart / total
-    inverse = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
-    dangling = degree <= 0
+    # The iteration runs in the precision of the edge weights (float32 from adjacency.py): a
+    # float64 vector would make scipy convert the whole matrix at every step.
+    dtype = np.result_type(*(part.dtype for part in parts))
+    r = (restart / total).astype(dtype)
+    inverse = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0).astype(dtype)
+    # Mass that reaches a node without edges goes back to the restart distribution; only such a
+    # node that is itself a restart node can ever hold mass (nothing flows into it otherwise).
+    dangling = np.flatnonzero((degree <= 0) & (r > 0))
+    teleport = ((1.0 - damping) * r).astype(dtype)
     pi = r.copy()
+    x = np.empty_like(pi)
+    step = np.empty_like(pi)
     for _ in range(max_iter):
-        x = pi * inverse
+        np.multiply(pi, inverse, out=x)
         spread = parts[0] @ x
         for part in parts[1:]:
             spread += part @ x
         lost = float(pi[dangling].sum())
         if lost:
             spread += lost * r
-        nxt = (1.0 - damping) * r + damping * spread
-        if np.abs(nxt - pi).sum() < tol:
-            return nxt
+        spread *= damping
+        nxt = np.add(teleport, spread, out=spread)
+        np.subtract(nxt, pi, out=step)
+        if np.abs(step, out=step).sum() < tol:
+            return nxt.astype(np.float64)
         pi = nxt
-    return pi
+    return pi.astype(np.float64)
 
 
 def push_pagerank(parts: list[sp.csr_matrix], degree: np.ndarray, restart: np.ndarray, *,

@@ -24,6 +24,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ... import __version__
+from ...config import Config
 from ...memory import Memory
 from ...types import Scope as MemoryScope
 from . import errors, timing
@@ -110,7 +111,8 @@ def app_from_environment() -> FastAPI:
     if options.get("reader_url"):
         from ...reader.openai_compat import OpenAICompatReader
         reader = OpenAICompatReader(options["reader_url"], options["reader_model"])
-    memory = Memory(options["db"], user=options.get("user"), agent=options.get("agent"))
+    config = Config(index_cache_mb=options.get("index_cache_mb", Config().index_cache_mb))
+    memory = Memory(options["db"], user=options.get("user"), agent=options.get("agent"), config=config)
     settings = ServerSettings(require_auth=options["require_auth"], user=options.get("user"),
                               agent=options.get("agent"), max_body_bytes=options["max_body_bytes"],
                               reader=reader, threads=options.get("threads"), close_memory=True,
@@ -124,9 +126,11 @@ def _warm_up(memory: Memory, preload: bool, done: threading.Event) -> None:
     try:
         memory.health()
         memory.retriever.engine()
-        if preload:
+        if preload:  # as many scopes as the index cache holds: more would only be evicted
             for scope in memory.store.scopes():
                 memory.retriever.prepared(scope)
+                if memory.retriever.cache_stats().evictions:
+                    break
     except Exception as exc:  # noqa: BLE001 - /readyz reports it
         _log.warning("zeromem server: warm-up failed: %s", exc)
     finally:

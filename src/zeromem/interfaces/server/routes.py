@@ -252,6 +252,8 @@ def archive(trace_id: str, who: CallerDep, mem: MemoryDep) -> TraceOut:
 def stats(who: CallerDep, mem: MemoryDep) -> dict[str, Any]:
     counts = mem.stats(**_scope(who))
     counts.pop("path", None)  # where the server keeps its file is not the client's business
+    # The worker's in-memory indexes (all scopes together: sizes and counts, never names).
+    counts["index_cache"] = mem.retriever.cache_stats().as_dict()
     return counts
 
 

@@ -1,0 +1,143 @@
+"""The bounded cache of prepared scope indexes: least recently used out first, by bytes.
+
+A process that serves many tenants searches many scopes; each scope's prepared index takes
+memory in proportion to its traces. The cache keeps the scopes searched most recently while
+their measured bytes (footprint.py) fit ``Config.index_cache_mb``, and drops the least recently
+used beyond that. A dropped scope is rebuilt (or read from its persisted snapshot) at its next
+search; nothing is lost, since every index is derived from the store.
+
+The scope that was just used is never dropped to make room for itself: a scope larger than the
+whole budget stays until the next scope is used, so a search always has its index. A scope is
+measured when it enters the cache and again once it has grown by ``REMEASURE_GROWTH`` since;
+in between its size is scaled by its number of turn slots (streaming writes add a few at a
+time, and a walk per write would cost more than the write).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .footprint import deep_nbytes
+
+REMEASURE_GROWTH = 0.25  # share of turn slots added since the last measure that triggers a new one
+
+
+@dataclass
+class _Entry:
+    value: Any
+    nbytes: int
+    measured_bytes: int
+    measured_slots: int
+    measured_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class CacheStats:
+    """What the cache holds and how it has been used since the process started."""
+
+    budget_bytes: int
+    bytes: int
+    scopes: int
+    hits: int
+    misses: int
+    evictions: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {"budget_bytes": self.budget_bytes, "bytes": self.bytes, "scopes": self.scopes,
+                "hits": self.hits, "misses": self.misses, "evictions": self.evictions}
+
+
+class IndexCache:
+    """Scope key → prepared index, bounded by ``budget_bytes``; thread-safe.
+
+    ``slots(value)`` and ``version(value)`` tell how large a value is now and whether it
+    changed; ``on_evict(key, value)`` runs for each value dropped (outside the cache's lock).
+    """
+
+    def __init__(self, budget_bytes: int, *, slots: Callable[[Any], int], version: Callable[[Any], int],
+                 on_evict: Callable[[tuple[str, str], Any], None] | None = None,
+                 measure: Callable[[Any], int] = deep_nbytes) -> None:
+        if budget_bytes < 0:
+            raise ValueError("the index cache budget must be >= 0 bytes")
+        self.budget_bytes = budget_bytes
+        self._slots = slots
+        self._version = version
+        self._on_evict = on_evict
+        self._measure = measure
+        self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        self._bytes = 0
+        self._hits = 0
+        self._misses = 0
+        self._evictions = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> Any | None:
+        """The cached value (now the most recently used), or None: a hit or a miss."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                self._misses += 1
+                return None
+            self._hits += 1
+            self._entries.move_to_end(key)
+            return entry.value
+
+    def peek(self, key: tuple[str, str]) -> Any | None:
+        """The cached value without counting a use."""
+        with self._lock:
+            entry = self._entries.get(key)
+            return None if entry is None else entry.value
+
+    def held_keys(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return list(self._entries)
+
+    def put(self, key: tuple[str, str], value: Any) -> None:
+        """Hold ``value`` for ``key`` (the most recently used), sized now; evict beyond budget.
+
+        The caller holds the scope's lock, so ``value`` does not change while it is measured.
+        """
+        with self._lock:
+            entry = self._entries.get(key)
+        slots, version = self._slots(value), self._version(value)
+        if entry is not None and entry.value is value and entry.measured_version == version:
+            nbytes = entry.nbytes
+            measured = (entry.measured_bytes, entry.measured_slots, entry.measured_version)
+        elif (entry is not None and entry.value is value and entry.measured_slots > 0
+              and slots <= entry.measured_slots * (1 + REMEASURE_GROWTH)):
+            nbytes = entry.measured_bytes * slots // entry.measured_slots
+            measured = (entry.measured_bytes, entry.measured_slots, entry.measured_version)
+        else:
+            nbytes = self._measure(value)
+            measured = (nbytes, slots, version)
+        evicted: list[tuple[tuple[str, str], Any]] = []
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old.nbytes
+            self._entries[key] = _Entry(value, nbytes, *measured)
+            self._bytes += nbytes
+            while self._bytes > self.budget_bytes and len(self._entries) > 1:
+                victim, dropped = self._entries.popitem(last=False)
+                self._bytes -= dropped.nbytes
+                self._evictions += 1
+                evicted.append((victim, dropped.value))
+        if self._on_evict is not None:
+            for victim, value_out in evicted:
+                self._on_evict(victim, value_out)
+
+    def discard(self, key: tuple[str, str]) -> None:
+        """Forget ``key`` (its index was wiped); not counted as an eviction."""
+        with self._lock:
+            entry = self._entries.pop(key, None)
+            if entry is not None:
+                self._bytes -= entry.nbytes
+
+    def stats(self) -> CacheStats:
+        with self._lock:
+            return CacheStats(self.budget_bytes, self._bytes, len(self._entries), self._hits,
+                              self._misses, self._evictions)
