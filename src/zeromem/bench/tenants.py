@@ -136,8 +136,7 @@ def fill(target: str | Path, data: Path, sizes: Sequence[int], progress: bool = 
     keys: list[str] = []
     written = 0
     start = time.perf_counter()
-    big = config.retrieval.snapshot_min_turns
-    mem = Memory(target, config=config)
+    mem = Memory(target, config=config)  # its index cache bounds what the fill holds
     _remembering(mem, memos)
     try:
         with tqdm(total=sum(sizes), desc="fill", unit="trace", disable=not progress,
@@ -146,17 +145,13 @@ def fill(target: str | Path, data: Path, sizes: Sequence[int], progress: bool = 
                 user = USER.format(index)
                 if mem.store.count(Scope(user, None)) < size:
                     mem.delete_scope(user=user)
-                    if size >= big:  # index() builds and persists a large scope's prepared
-                        mem.close()  # index: a fresh Memory each, so the fill holds none of them
-                        mem = Memory(target, config=config)
-                        _remembering(mem, memos)
                     for batch in fill_drafts(conversation.drafts, size):
                         mem.add_many(batch, user=user)
                         bar.update(len(batch))
                     written += size
                 else:
                     bar.update(size)
-                mem.index(user=user)
+                mem.index(user=user)  # derives, and writes the scope's snapshot where due
                 key_id, key, key_hash = new_api_key()
                 mem.store.add_api_key(key_id, key_hash, Scope(user, None), "bench tenants")
                 keys.append(key)
