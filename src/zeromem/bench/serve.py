@@ -284,7 +284,9 @@ async def load(ports: list[int], keys: list[str], questions: list[str], texts: l
     report: dict[str, Any] = {}
     run_tag = time.strftime("%Y%m%d%H%M%S")
     down = asyncio.Event()
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    # Idle connections are dropped before uvicorn's 5 s keep-alive timeout closes them: reusing one
+    # the server is closing at that moment fails with ReadError (a client race, not a server error).
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients, keepalive_expiry=2.0)
     async with httpx.AsyncClient(timeout=60.0, limits=limits) as http:
         start = time.perf_counter()
         deadline = start + seconds

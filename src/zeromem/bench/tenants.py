@@ -325,7 +325,9 @@ async def load(ports: list[int], pids: list[int], keys: list[str], questions: li
     run = Run()
     run_tag = time.strftime("%Y%m%d%H%M%S")
     choices = _zipf_choices(len(keys), zipf, 200_000, seed)
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    # Idle connections are dropped before uvicorn's 5 s keep-alive timeout closes them: reusing one
+    # the server is closing at that moment fails with ReadError (a client race, not a server error).
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients, keepalive_expiry=2.0)
     stop = threading.Event()
     started = time.perf_counter()
     sampler = threading.Thread(target=_sampler, args=(pids, ports, keys[0], started, stop, sample_s,
