@@ -78,7 +78,7 @@ def torch_embedder():
 
 @pytest.fixture(scope="session")
 def onnx_int8():
-    """The int8 graph from the default cache (exported there once per machine)."""
+    """The default int8 graph (shipped inside zeromem: encoders/shipped.py)."""
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
     from zeromem.encoders.embed import OnnxEmbedder
@@ -107,16 +107,22 @@ def test_onnx_int8_vector_of_a_text_does_not_depend_on_its_batch(onnx_int8):
     np.testing.assert_array_equal(onnx_int8.encode(["x", SENTENCES[0]])[1], alone)
 
 
-def test_a_cached_onnx_export_is_reused_without_exporting_again(onnx_int8, monkeypatch):
+def test_a_cached_onnx_export_is_reused_without_exporting_again(onnx_int8, tmp_path, monkeypatch):
     from zeromem.encoders import onnx_export
     from zeromem.encoders.embed import OnnxEmbedder
+
+    first = OnnxEmbedder(quantize=True, cache_dir=tmp_path)  # built into the cache once
 
     def refuse(*args, **kwargs):
         raise AssertionError("the cached export should have been used")
 
     monkeypatch.setattr(onnx_export, "_export", refuse)
-    again = OnnxEmbedder(quantize=True)
-    np.testing.assert_array_equal(again.encode(SENTENCES), onnx_int8.encode(SENTENCES))
+    again = OnnxEmbedder(quantize=True, cache_dir=tmp_path)
+    assert again.graph_path == first.graph_path and again.graph_path.is_relative_to(tmp_path)
+    np.testing.assert_array_equal(again.encode(SENTENCES), first.encode(SENTENCES))
+    # the shipped graph: the same build, so the same vectors (bit-equal with the same onnx and
+    # onnxruntime versions as made it)
+    assert (again.encode(SENTENCES) * onnx_int8.encode(SENTENCES)).sum(axis=1).min() > 0.999
 
 
 def test_an_export_goes_to_the_configured_cache_folder(tmp_path, monkeypatch):

@@ -185,3 +185,21 @@ def test_cli_cases_judged_alike_in_a_real_process(tmp_path):
     ]
     for case in cases:
         assert surface.check(case, process=True) == surface.check(case), case
+
+
+def test_json_is_due_only_where_the_cli_parses_the_flag():
+    from zeromem.bench.fuzz_surfaces import _asks_for_json
+
+    assert _asks_for_json(["search", "q", "--json"])
+    assert _asks_for_json(["keys", "add", "--label", "x", "--json", "--user", "alice"])
+    assert not _asks_for_json(["keys", "add", "--label", "--json", "--user", "alice"])  # a label
+    assert not _asks_for_json(["frobnicate", "--json"])
+
+
+@pytest.mark.parametrize(("origin", "host", "status"), [
+    (None, None, None), ("http://127.0.0.1", None, None), ("https://127.0.0.1/", None, None),
+    ("http://evil.example", None, 403), ("null", None, 403), (None, "attacker.example:80", 421),
+    ("http://localhost:8420", "localhost:8420", None), ("http://127.0.0.1", "localhost:8420", 403)])
+def test_the_rest_oracle_knows_which_page_requests_are_refused(origin, host, status):
+    request = fr.Request("GET", "/v1/whoami", origin=origin, host=host)
+    assert fr.foreign(request) == status

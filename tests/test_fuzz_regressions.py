@@ -19,6 +19,8 @@ from zeromem.interfaces.cli import app
 from zeromem.retrieval.render import render
 from zeromem.types import Evidence, Provenance
 
+LOCAL = "http://127.0.0.1"  # the server answers to loopback Hosts only (guard.py)
+
 runner = CliRunner()
 ESC = "\x1b"
 HUGE = 10**5000  # more digits than Python will turn into text (4300)
@@ -196,7 +198,8 @@ def test_an_upload_with_a_name_too_long_for_the_file_system_is_a_400(db_path):
     with Memory(db_path) as mem:
         key_id, key, key_hash = new_api_key()
         mem.store.add_api_key(key_id, key_hash, Scope("u", None), None)
-        client = TestClient(create_app(mem, ServerSettings(warm_up=False)), raise_server_exceptions=False)
+        client = TestClient(create_app(mem, ServerSettings(warm_up=False)), raise_server_exceptions=False,
+                            base_url=LOCAL)
         headers = {"Authorization": f"Bearer {key}"}
         for name in ("x" * 300 + ".jsonl", "é" * 110 + ".jsonl"):
             response = client.post("/v1/import", headers=headers,

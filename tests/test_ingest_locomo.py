@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from zeromem import Config, Memory
 from zeromem.ingest import load_file, summarize
 
 
@@ -93,7 +94,13 @@ def test_summary_counts_traces_sessions_speakers_and_span(example_path):
         "2023-03-14T19:12:00", "2023-06-19T18:40:00")
 
 
-def test_shared_locomo_files_import_every_turn_verbatim(mem, shared_locomo_files):
+def test_shared_locomo_files_import_every_turn_verbatim(db_path, shared_locomo_files):
+    # What is stored is under test, not retrieval: no indexing on write (~140 s on 2 cores).
+    with Memory(db_path, config=Config(index_on_write=False)) as mem:
+        _import_every_turn_verbatim(mem, shared_locomo_files)
+
+
+def _import_every_turn_verbatim(mem: Memory, shared_locomo_files: list) -> None:
     for path in shared_locomo_files:
         data = json.loads(path.read_text(encoding="utf-8"))
         [conv] = load_file(path)

@@ -14,6 +14,7 @@ import sqlite3
 import pytest
 
 from zeromem import InvalidInput, StoreError
+from zeromem.store import validate
 
 TURN = {"speaker": "Priya", "dia_id": "D1:1", "text": "hello"}
 CHAT = {"id": "chat-a", "messages": [{"role": "user", "content": "hi"},
@@ -108,14 +109,18 @@ def test_an_unstorable_value_is_refused_by_place_and_nothing_is_stored(mem, snap
     assert snapshot(mem) == before
 
 
-def test_the_largest_seq_is_stored_and_the_next_one_is_refused(mem, snapshot):
-    top = 2**63 - 1
+def test_the_largest_seq_is_stored_and_the_session_still_takes_more(mem, snapshot):
+    # 2**63-1 used to be stored and then wedge its session (issue 28): every later add without
+    # a seq was refused. A caller's seq now stops at 2**53-1; the seqs after it still fit.
+    before = snapshot(mem)
+    with pytest.raises(InvalidInput, match="at most 2\\*\\*53-1"):
+        mem.add_many([{"text": "fits", "session": "other"}, {"text": "last", "session": "s", "seq": 2**63 - 1}])
+    assert snapshot(mem) == before
+    top = validate.MAX_SEQ
     tid = mem.add("last", session="s", seq=top)
     assert mem.get(tid).seq == top
-    before = snapshot(mem)
-    with pytest.raises(InvalidInput, match="largest: pass seq explicitly"):
-        mem.add_many([{"text": "fits", "session": "other"}, {"text": "overflows", "session": "s"}])
-    assert snapshot(mem) == before
+    ids = mem.add_many([{"text": "fits", "session": "other"}, {"text": "next", "session": "s"}])
+    assert mem.get(ids[1]).seq == top + 1
 
 
 def test_a_failure_inside_the_insert_of_a_later_conversation_stores_no_conversation(

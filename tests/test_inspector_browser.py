@@ -186,7 +186,9 @@ def test_inspector_browse_graph_and_query(page, served, shots):
     expect(page.get_by_test_id("sessions")).to_contain_text("session_1")
     assert BOB_SECRET not in page.content()
     expect(page.get_by_test_id("traces")).to_be_empty()
-    assert page.evaluate("localStorage.getItem('zeromem.inspector.apiKey')") == served["alice"]
+    # the key is kept for this tab only (sessionStorage) unless "Remember" is ticked
+    assert page.evaluate("sessionStorage.getItem('zeromem.inspector.apiKey')") == served["alice"]
+    assert page.evaluate("localStorage.getItem('zeromem.inspector.apiKey')") is None
 
     # a session's traces with provenance; the edited trace shows both versions in its history
     page.locator('[data-testid="session"][data-session="session_1"]').click()
@@ -270,7 +272,7 @@ def test_inspector_browse_graph_and_query(page, served, shots):
     items.first.locator("button[data-trace-id]").first.click()
     expect(page.get_by_test_id("trace-provenance")).to_contain_text(trace_id)
 
-    # the key survives a reload (localStorage) and reconnects on its own
+    # the key survives a reload of the tab (sessionStorage) and reconnects on its own
     page.reload()
     expect(page.get_by_test_id("scope")).to_contain_text("alice")
     expect(page.get_by_test_id("session")).to_have_count(4)
@@ -297,3 +299,83 @@ def test_inspector_shows_api_errors(page, served, shots):
     expect(query_error).to_contain_text("InvalidInput")
     expect(query_error).to_contain_text("query is empty")
     page.screenshot(path=str(shots / "06-query-error.png"), full_page=True)
+
+
+def test_inspector_remembers_the_key_only_when_asked(browser, served):
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(served["base"] + "/")
+        _connect(page, served["alice"])
+        expect(page.get_by_test_id("scope")).to_contain_text("alice")
+        other = context.new_page()  # a new tab: sessionStorage is per tab
+        other.goto(served["base"] + "/")
+        expect(other.get_by_test_id("scope")).to_contain_text("not connected")
+        assert other.get_by_test_id("api-key").input_value() == ""
+
+        page.get_by_test_id("key-remember").check()
+        _connect(page, served["alice"])
+        expect(page.get_by_test_id("scope")).to_contain_text("alice")
+        assert page.evaluate("localStorage.getItem('zeromem.inspector.apiKey')") == served["alice"]
+        third = context.new_page()
+        third.goto(served["base"] + "/")
+        expect(third.get_by_test_id("scope")).to_contain_text("alice")
+        expect(third.get_by_test_id("key-remember")).to_be_checked()
+        third.locator("#key-forget").click()
+        assert third.evaluate("localStorage.getItem('zeromem.inspector.apiKey')") is None
+    finally:
+        context.close()
+
+
+def test_a_web_page_elsewhere_cannot_write_frame_or_rebind(browser, served, tmp_path):
+    """A --no-auth server, the case where a key stops nothing: a page from another site posts
+    a multipart upload (a CORS "simple request") and frames the inspector; both are refused."""
+    import httpx
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    db = tmp_path / "open.db"
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-c", ENTRY, "serve", "--db", str(db), "--port", str(port),
+                             "--no-auth", "--user", "me"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT, env=env)
+    base = f"{LOOPBACK}{port}"
+    context = browser.new_context()
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, "zeromem serve --no-auth exited"
+            try:
+                if httpx.get(base + "/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "zeromem serve --no-auth was not up within 60 s"
+            time.sleep(0.2)
+        evil = f"""<!doctype html><title>evil</title>
+<iframe id="frame" src="{base}/"></iframe>
+<script>
+  const form = new FormData();
+  form.append('file', new Blob(['{{"text": "planted by evil"}}\\n']), 'x.jsonl');
+  window.sent = fetch('{base}/v1/import', {{method: 'POST', mode: 'no-cors', body: form}})
+    .then(() => 'sent', (e) => 'failed ' + e);
+</script>"""
+        page = context.new_page()
+        page.route("http://evil.example/**", lambda route: route.fulfill(status=200, body=evil,
+                                                                          content_type="text/html"))
+        page.goto("http://evil.example/")
+        assert page.evaluate("window.sent") in ("sent", "failed TypeError: Failed to fetch")
+        page.wait_for_timeout(500)
+        frame = next(f for f in page.frames if f != page.main_frame)
+        assert not frame.url.startswith(base), frame.url  # X-Frame-Options / frame-ancestors
+        listed = httpx.get(base + "/v1/traces").json()["traces"]
+        assert listed == []  # the upload was refused with 403
+        rebound = httpx.get(base + "/v1/traces", headers={"Host": f"evil.example:{port}"})
+        assert rebound.status_code == 421
+    finally:
+        context.close()
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -40,6 +40,12 @@ NOT_RANKING = {
     "ANN_EXPANSION_SEARCH": "indexes/dense.py: HNSW, as above",
     "ANN_OVERFETCH": "indexes/dense.py: HNSW, as above",
     "SINGLE_THREAD_ABOVE": "indexes/dense.py: einsum instead of BLAS above this many rows (same scores)",
+    "LOCK_STRIPES": "retrieval/scopes.py: how many locks the scopes share",
+    "MERGE_MIN": "indexes/lexical.py: when postings are merged (the scores are the same either way)",
+    "MERGE_SHARE": "indexes/lexical.py: as above",
+    "REMEASURE_GROWTH": "retrieval/cache.py: when a cached index is measured again",
+    "SAMPLED_ABOVE": "retrieval/footprint.py: how an index's bytes are measured",
+    "SAMPLE": "retrieval/footprint.py: as above",
 }
 NOT_RANKING_FIELDS = {
     "snapshot_min_turns": "when a scope's prepared index is persisted",

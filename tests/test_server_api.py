@@ -13,6 +13,8 @@ from zeromem.reader.base import ReaderAnswer
 from zeromem.store.keys import new_api_key
 from zeromem.types import Scope
 
+LOCAL = "http://127.0.0.1"  # the server answers to loopback Hosts only (guard.py)
+
 pytestmark = pytest.mark.slow
 
 
@@ -37,7 +39,7 @@ def served(tmp_path_factory):
     settings = ServerSettings(max_body_bytes=200_000, warm_up=False, reader=None)
     app = create_app(mem, settings)
     app.state.auth.cache_s = 0.0  # revocation is visible at once in tests
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         yield client, mem, app
     mem.close()
 
@@ -240,7 +242,7 @@ def test_a_missing_embedder_degrades_search_and_readiness(tmp_path):
     mem = Memory(tmp_path / "d.db", config=config)
     app = create_app(mem, ServerSettings(warm_up=False))
     headers = make_key(mem, "dee")
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         stored = client.post("/v1/traces", headers=headers, json={"text": "Dee keeps bees in Lyon."})
         assert stored.status_code == 201  # a missing model never fails a write
         found = client.post("/v1/search", headers=headers, json={"query": "Who keeps bees?", "k": 3}).json()

@@ -16,6 +16,8 @@ from zeromem.interfaces.server import ServerSettings, create_app
 from zeromem.store.keys import new_api_key
 from zeromem.types import Scope
 
+LOCAL = "http://127.0.0.1"  # the server answers to loopback Hosts only (guard.py)
+
 pytestmark = pytest.mark.slow
 _run = itertools.count()
 
@@ -29,7 +31,7 @@ OPS = st.lists(st.tuples(st.sampled_from("ab"),
 def client(tmp_path_factory):
     mem = Memory(tmp_path_factory.mktemp("iso") / "m.db")
     app = create_app(mem, ServerSettings(warm_up=False))
-    with TestClient(app) as test_client:
+    with TestClient(app, base_url=LOCAL) as test_client:
         yield test_client, mem
     mem.close()
 

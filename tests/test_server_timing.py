@@ -21,7 +21,7 @@ def test_every_stage_a_request_uses_is_timed_and_summed(tmp_path):
     headers = {"Authorization": f"Bearer {key}"}
     app = create_app(mem, ServerSettings(warm_up=False))
     create_app(mem, ServerSettings(warm_up=False))  # a second app on the Memory times nothing twice
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:  # a loopback Host (guard.py)
         write = client.post("/v1/traces", json={"text": "I moved to Denver.", "session": "s1"},
                             headers=headers)
         search = client.post("/v1/search", json={"query": "Where did I move?"}, headers=headers)

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from zeromem import Memory
+from zeromem import Config, Memory
+from zeromem.store.validate import shows_nothing
 
-# Any Unicode except surrogates (not encodable text); whitespace-only text is refused on purpose.
+# Any Unicode except surrogates (not encodable text); text that shows nothing (whitespace,
+# control or zero-width characters only) is refused on purpose.
 any_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1,
-                   max_size=300).filter(lambda s: s.strip())
+                   max_size=300).filter(lambda s: not shows_nothing(s))
 chinese_text = st.text(alphabet=st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),
                        min_size=1, max_size=80)
+
+
+@pytest.fixture
+def mem(db_path):
+    """What a write stores is under test here, not retrieval: writes are not indexed (the
+    indexing of each hypothesis example made this file ~2 CPU minutes)."""
+    memory = Memory(db_path, config=Config(index_on_write=False))
+    yield memory
+    memory.close()
+
+
 fixture_ok = settings(max_examples=150, deadline=None,
                       suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -188,6 +188,13 @@ class Memory:
         self.retriever.forget(scope)  # this process's in-memory index of it goes too
         return receipt
 
+    def compact(self) -> dict[str, Any]:
+        """Rewrite the store's files without the space erasures freed (every scope; slow on a
+        large store). SQLite already overwrites erased bytes (secure_delete); PostgreSQL needs
+        this (VACUUM FULL) to drop deleted row versions from its files: see the receipt's
+        ``retained`` and the returned ``retained`` for what stays."""
+        return self.store.compact()
+
     # -- reads --------------------------------------------------------------------------
     def get(self, trace_id: str, *, user: str | None = _UNSET, agent: str | None = _UNSET) -> Trace:
         """Return one trace by id (NotFound if it is not in this scope)."""

@@ -19,13 +19,23 @@ import typer
 
 from ..config import Config
 from ..errors import ZeromemError
-from . import hotpotqa, locomo, report
+from ..interfaces.extras import require
+from . import hotpotqa, locomo
 from .runner import execute
 from .zeromem_system import ABLATIONS
 
 bench_app = typer.Typer(name="bench", no_args_is_help=True, add_completion=False,
                         pretty_exceptions_enable=False,
                         help="Measure retrieval quality, latency and LLM cost on public benchmarks.")
+
+
+@bench_app.callback()
+def _needs_the_bench_extra(ctx: typer.Context) -> None:
+    """Every bench command needs the ``[bench]`` extra (tables, plots, the served surfaces)."""
+    try:
+        require("bench", f"zeromem bench {ctx.invoked_subcommand or ''}".strip())
+    except ZeromemError as exc:
+        _fail(str(exc))
 
 DEFAULT_SYSTEMS = "zeromem,bm25,dense,hybrid"
 
@@ -116,6 +126,8 @@ def _run(benchmark: str, build: Callable[[], tuple[list[Any], dict[str, Any]]],
                            options=options, config=config, reader=reader, progress=progress)
     except (ZeromemError, FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
+    from . import report  # rich: imported by the command that prints, not by `zeromem --help`
+
     report.print_tables(document)
     if json_out is not None:
         report.write_json(document, json_out)
@@ -369,6 +381,34 @@ def race_command(
         typer.echo(f"wrote {json_out}")
     if failed(document):
         raise typer.Exit(1)
+
+
+@bench_app.command("startup")
+def startup_command(
+    example: Annotated[Path | None, typer.Option(
+        "--example", metavar="FILE", help="the conversation the first recall runs on "
+        "(default: the example shipped with zeromem)")] = None,
+    repeat: Annotated[int, typer.Option("--repeat", min=1, help="new processes per measurement "
+                                        "(the median is reported)")] = 3,
+    json_out: JsonOut = None,
+) -> None:
+    """Startup cost and install size: import, CLI help, MCP initialize and first recall (through
+    the MCP SDK's stdio client), first search on a new store; core and extras in MB."""
+    from importlib import resources
+
+    from . import report
+    from .startup import print_table, run
+
+    shipped = resources.files("zeromem") / "examples" / "locomo_moving_city.json"
+    try:
+        document = run(example if example is not None else Path(str(shipped)), repeat=repeat,
+                       progress=lambda step: typer.echo(f"measuring: {step}", err=True))
+    except (ZeromemError, FileNotFoundError, ValueError, RuntimeError) as exc:
+        _fail(str(exc))
+    print_table(document)
+    if json_out is not None:
+        report.write_json(document, json_out)
+        typer.echo(f"wrote {json_out}")
 
 
 @bench_app.command("serve")

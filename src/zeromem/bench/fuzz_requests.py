@@ -170,9 +170,17 @@ class Request:
     content_type: str | None = None
     file: FileCase | None = None
     form: tuple[tuple[str, str], ...] = ()
+    origin: str | None = None  # an Origin header (a web page's), None: none sent
+    host: str | None = None  # a Host header other than the client's own, None: the own
+    chunked: bool = False  # send ``body`` in chunks, without a Content-Length
 
     def __repr__(self) -> str:
         parts = [f"{self.method} {short(self.path, 200)}", f"auth={self.auth!r}"]
+        for name in ("origin", "host"):
+            if getattr(self, name) is not None:
+                parts.append(f"{name}={short(getattr(self, name), 100)!r}")
+        if self.chunked:
+            parts.append("chunked")
         if self.params:
             parts.append(f"params={short(self.params, 300)}")
         if self.json is not UNSET:
@@ -202,6 +210,48 @@ json_filters = weighted((3, st.dictionaries(filter_key, json_value, max_size=3))
 upload_names = st.sampled_from(["../../evil.jsonl", "a/b.jsonl", "", ".jsonl", "x" * 300 + ".jsonl",
                                 "é" * 110 + ".jsonl", "x" * 200 + ".json", "\x00.jsonl", "a\\b.json",
                                 "..", "/", "C:\\conv.json", "conv.JSONL", "conv.txt"])
+
+
+# Origins and Hosts a browser page could send (issue 28): the server's own, loopback names,
+# foreign ones and rebound names. OWN_ORIGIN and LOOPBACK_HOSTS are what the fuzzed app must
+# serve; anything else must be refused (403 / 421) and change nothing.
+OWN_ORIGIN = "http://127.0.0.1"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "127.0.0.1:80", "localhost:8420",
+                            "LOCALHOST"})
+origins = st.sampled_from([OWN_ORIGIN, "http://evil.example", "null", "http://127.0.0.1:9999",
+                           "https://127.0.0.1", "http://localhost", "file://", "", " ",
+                           "http://127.0.0.1.evil.example", "http://" + "a" * 300])
+hosts = st.sampled_from([
+    *sorted(LOOPBACK_HOSTS), "attacker.example:8420", "attacker.example", "127.0.0.1.evil:8420", "0.0.0.0", "[::2]:80",
+    "127.0.0.2", "evil.example:80@127.0.0.1", "a" * 300, "localhost."])
+
+
+def foreign(request: Request) -> int | None:
+    """The status a request must get for its Host or Origin alone: 421, 403, or None."""
+    if request.host is not None and request.host not in LOOPBACK_HOSTS:
+        return 421
+    if request.origin is None:
+        return None
+    host = (request.host or "127.0.0.1").lower()
+    wanted = request.origin.strip().rstrip("/").lower()
+    return None if wanted in (f"http://{host}", f"https://{host}") else 403
+
+
+def _nested(depth: int, leaf: str = "1") -> str:
+    return '{"a": ' * depth + leaf + "}" * depth
+
+
+deep_depths = st.sampled_from([10, 64, 65, 500, 1000, 3000, 20_000])
+# In a query string, at most the depth whose percent-encoded URL the HTTP client still sends.
+deep_url_depths = st.sampled_from([10, 64, 65, 500, 1000, 3000])
+# Bodies around the fuzzed server's limit (fuzz_surfaces.REST_MAX_BODY_BYTES), sent in chunks.
+chunk_sizes = st.sampled_from([1, 1000, 64 * 1024, 1024 * 1024 - 1, 1024 * 1024, 1024 * 1024 + 1,
+                               3 * 1024 * 1024])
+
+
+def _chunked_body(size: int) -> bytes:
+    """``size`` bytes: a trace's JSON when that fits, else a broken start of one."""
+    return b'{"text": "' + b"y" * (size - 12) + b'"}' if size >= 13 else b"{" * size
 
 
 def _renamed(case: FileCase, name: str | None) -> FileCase:
@@ -274,8 +324,30 @@ def rest_requests(seeded: Seeded) -> st.SearchStrategy[Request]:
         (1, rt(Request, st.sampled_from(["PUT", "DELETE", "HEAD", "OPTIONS"]), st.sampled_from(
             ["/v1/traces", "/v1/search", "/v1/stats"]), auth)),
         (1, rt(Request, st.sampled_from(["POST", "DELETE"]), st.sampled_from(["/v1/reindex", "/v1/scope"]), auth)),
+        # issue 28: deep filters, chunked bodies, extreme seqs
+        (2, rt(Request, st.just("GET"), st.just("/v1/traces"), auth,
+               params=deep_url_depths.map(lambda d: (("metadata", _nested(d)),)))),
+        (1, rt(Request, st.just("POST"), st.sampled_from(["/v1/search", "/v1/context"]), auth,
+               body=deep_depths.map(lambda d: ('{"query": "x", "filters": ' + _nested(d) + "}").encode()),
+               content_type=st.just("application/json"))),
+        (2, rt(Request, st.just("POST"), st.sampled_from(["/v1/traces", "/v1/search"]), auth,
+               body=chunk_sizes.map(_chunked_body), content_type=st.just("application/json"),
+               chunked=st.just(True))),
+        (2, rt(Request, st.just("POST"), st.just("/v1/traces"), auth, json=st.fixed_dictionaries(
+            {"text": st.just("a fact at the top"), "session": st.sampled_from(["s1", "top"]),
+             "seq": st.sampled_from([2**53 - 1, 2**53, 2**62, 2**63 - 1, 2**63, 2**64, -1])}))),
     )
-    return routes
+    # Any request may come from a web page: an Origin, or a Host other than the server's.
+    return st.builds(_from_page, routes, weighted((10, st.none()), (1, origins)),
+                     weighted((10, st.none()), (1, hosts)))
+
+
+def _from_page(request: Request, origin: str | None, host: str | None) -> Request:
+    if origin is None and host is None:
+        return request
+    from dataclasses import replace
+
+    return replace(request, origin=origin, host=host)
 
 
 READ_REQUESTS = frozenset({"GET", "HEAD", "OPTIONS"})

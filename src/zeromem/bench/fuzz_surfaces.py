@@ -9,6 +9,7 @@ same state.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -16,7 +17,7 @@ import re
 import shutil
 import sqlite3
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -557,7 +558,7 @@ class CliSurface(Surface):
                 around = out[max(0, bad.start() - 80):bad.start() + 40]
                 raise Failure("raw control character in the output",
                               f"U+{ord(bad.group()):04X} at {bad.start()}: {around!r}")
-            if "--json" in case.argv and "--help" not in case.argv:
+            if "--json" in case.argv and "--help" not in case.argv and _asks_for_json(case.argv):
                 try:
                     json.loads(out)
                 except ValueError:
@@ -630,6 +631,33 @@ class _Captured(logging.Handler):
                                            if record.exc_info else "")
 
 
+@functools.lru_cache(maxsize=1)
+def _cli_command() -> Any:
+    import typer
+
+    from ..interfaces.cli import app
+
+    return typer.main.get_command(app)
+
+
+def _asks_for_json(argv: Sequence[str]) -> bool:
+    """Whether the command line sets ``--json`` as the flag, parsed as the CLI parses it:
+    ``--label --json`` gives the label the text "--json" and asks for no JSON."""
+    command = _cli_command()
+    ctx = command.make_context("zeromem", list(argv), resilient_parsing=True)
+    while hasattr(command, "resolve_command"):  # a group (typer's own click, not the package's)
+        rest = [*ctx._protected_args, *ctx.args]
+        name, sub, rest = command.resolve_command(ctx, rest) if rest else (None, None, [])
+        if sub is None or name is None:
+            return False
+        ctx = sub.make_context(name, rest, parent=ctx, resilient_parsing=True)
+        command = sub
+    return bool(ctx.params.get("as_json"))
+
+
+REST_MAX_BODY_BYTES = 1024 * 1024  # the fuzzed server's body limit (chunked bodies go around it)
+
+
 class RestSurface(Surface):
     """Requests through FastAPI's TestClient against ``create_app`` with real API keys."""
 
@@ -649,8 +677,10 @@ class RestSurface(Surface):
         from ..interfaces.server import ServerSettings, create_app
 
         self.memory = Memory(self.fixture.live, config=Config())
-        app = create_app(self.memory, ServerSettings(warm_up=False, reader=fs.EchoReader()))
-        self.client = TestClient(app, raise_server_exceptions=False, follow_redirects=False)
+        app = create_app(self.memory, ServerSettings(warm_up=False, reader=fs.EchoReader(),
+                                                     max_body_bytes=REST_MAX_BODY_BYTES))
+        self.client = TestClient(app, raise_server_exceptions=False, follow_redirects=False,
+                                 base_url="http://127.0.0.1")
 
     def reopen(self) -> None:
         with contextlib.suppress(Exception):
@@ -669,11 +699,13 @@ class RestSurface(Surface):
 
     def headers(self, request: fr.Request) -> dict[str, str]:
         keys = self.seeded.keys
+        page = {name: value for name, value in (("Origin", request.origin), ("Host", request.host))
+                if value is not None}
         if request.auth is None:
-            return {}
+            return page
         if request.auth in ("alice", "bob", "revoked"):
-            return {"Authorization": f"Bearer {keys[request.auth]}"}
-        return {"Authorization": request.auth.replace("{alice}", keys["alice"])}
+            return {**page, "Authorization": f"Bearer {keys[request.auth]}"}
+        return {**page, "Authorization": request.auth.replace("{alice}", keys["alice"])}
 
     def check(self, request: fr.Request) -> tuple[str, str]:
         from urllib.parse import urlencode
@@ -687,7 +719,9 @@ class RestSurface(Surface):
             options["content"] = json.dumps(request.json, ensure_ascii=True).encode()
             headers["Content-Type"] = "application/json"
         elif request.body is not None:
-            options["content"] = request.body
+            body = request.body
+            # a generator: httpx sends it chunked, without a Content-Length
+            options["content"] = (body[i:i + 65536] for i in range(0, len(body), 65536)) if request.chunked else body
             if request.content_type:
                 headers["Content-Type"] = request.content_type
         elif request.file is not None:
@@ -701,9 +735,20 @@ class RestSurface(Surface):
             raise unexpected(exc) from None
         return self.judge(request, response)
 
+    def expected_status(self, request: fr.Request) -> int | None:
+        """The one status the request must get whatever the route does: a web page's Host or
+        Origin is refused (421 / 403), a chunked body over the limit is 413."""
+        refused = fr.foreign(request)
+        if refused is not None:
+            return refused
+        if request.chunked and request.body is not None and len(request.body) > REST_MAX_BODY_BYTES:
+            return 413
+        return None
+
     def postconditions(self, request: fr.Request, body: Any) -> None:
-        """What an accepted answer promises: at most k items within the budget, and a stored
-        trace that reads back as it was sent."""
+        """What an accepted answer promises: at most k items within the budget, a stored trace
+        that reads back as it was sent, and a session that takes the next trace after one
+        stored with an explicit seq (issue 28: a seq at the top used to wedge it)."""
         sent = request.json if isinstance(request.json, dict) else {}
         if request.path in ("/v1/search", "/v1/context"):
             evidence = body["evidence"]
@@ -717,6 +762,12 @@ class RestSurface(Surface):
             got = self.client.get(f"/v1/traces/{body['ids'][0]}", headers=self.headers(request)).json()
             if got.get("text") != sent["text"]:
                 raise Failure("a stored trace does not read back verbatim", f"{got.get('text')!r} != {sent['text']!r}")
+            if "seq" in sent and isinstance(sent.get("session"), str):
+                after = self.client.post("/v1/traces", headers=self.headers(request),
+                                         json={"text": "the next one", "session": sent["session"]})
+                if after.status_code != 201:
+                    raise Failure("a session takes no trace after one with an explicit seq",
+                                  f"seq {sent['seq']}: {after.status_code} {after.text[:300]}")
 
     def judge(self, request: fr.Request, response: Any) -> tuple[str, str]:
         status = response.status_code
@@ -724,6 +775,11 @@ class RestSurface(Surface):
             detail = self.captured.last or response.text[-2000:]
             self.reopen()
             raise Failure(f"HTTP {status}", detail)
+        expected = self.expected_status(request)
+        if expected is not None and status != expected:
+            self.reopen()
+            raise Failure(f"HTTP {status} where {expected} was due (Origin, Host or chunked size)",
+                          response.text[:500])
         if status < 400:
             outcome = ("accepted", f"accepted:{status}")
             if request.method != "HEAD" and response.headers.get("content-type", "").startswith("application/json"):

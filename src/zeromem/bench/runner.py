@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tqdm import tqdm
-
 from ..reader import base as reader_base
 from .records import (
     CURVE_K,
@@ -69,6 +67,8 @@ def run_benchmark(corpora: Sequence[Corpus], systems: Sequence[System], k: int, 
         threshold = getattr(system, "no_answer_threshold", None)
         result.no_answer_threshold = threshold() if callable(threshold) else None
     total = sum(len(c.queries) for c in corpora) * len(systems)
+    from tqdm import tqdm  # here: `zeromem --help` imports this module to list `bench`
+
     bar = tqdm(total=total, disable=not progress, unit="q", dynamic_ncols=True)
     try:
         for corpus in corpora:
@@ -104,6 +104,8 @@ def run_reader(results: Sequence[SystemRun], reader: Any, *, progress: bool = Tr
     """Ask the reader every question over each system's headline context (one call each);
     the predictions are stored on the runs. Runs after all memory operations are done."""
     total = sum(len(r.runs) for r in results)
+    from tqdm import tqdm
+
     with tqdm(total=total, disable=not progress, unit="q", desc="reader") as bar:
         for result in results:
             before = reader_base.usage()

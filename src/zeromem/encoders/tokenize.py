@@ -23,15 +23,36 @@ is seen.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import re
+import sys
 import threading
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
 import Stemmer
-from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+
+def _bm25s_english_stopwords() -> frozenset[str]:
+    """bm25s's ``STOPWORDS_EN_PLUS``, read from its ``stopwords`` module (plain word lists)
+    without importing the bm25s package: its ``__init__`` imports scipy.sparse and tqdm, ~0.5 s
+    of CPU that every ``import zeromem`` and every CLI call paid for one list."""
+    loaded = sys.modules.get("bm25s.stopwords")
+    if loaded is None:
+        package = importlib.util.find_spec("bm25s")
+        folders = package.submodule_search_locations if package is not None else None
+        if not folders:
+            raise ImportError("bm25s is not installed: `pip install bm25s`")
+        spec = importlib.util.spec_from_file_location("_zeromem_bm25s_stopwords",
+                                                      f"{next(iter(folders))}/stopwords.py")
+        if spec is None or spec.loader is None:
+            raise ImportError("bm25s ships no stopwords module")
+        loaded = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(loaded)
+    return frozenset(loaded.STOPWORDS_EN_PLUS)
+
 
 # Hiragana, katakana (incl. the phonetic extensions), and the Han blocks jieba knows.
 _KANA = "\u3040-\u30ff\u31f0-\u31ff"
@@ -44,7 +65,7 @@ _KANA_RE = re.compile(f"[{_KANA}]")
 _WORD_RE = re.compile(r"\d+(?:[.,]\d+)*|[^\W_]+(?:'[^\W_]+)*")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
 
-ENGLISH_STOPWORDS = frozenset(STOPWORDS_EN_PLUS) | frozenset(
+ENGLISH_STOPWORDS = _bm25s_english_stopwords() | frozenset(
     # contractions as they appear after apostrophe normalization
     {"i'm", "i've", "i'll", "i'd", "it's", "that's", "don't", "didn't", "doesn't", "can't",
      "won't", "isn't", "aren't", "wasn't", "weren't", "you're", "you've", "we're", "they're",

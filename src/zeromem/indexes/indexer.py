@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from ..encoders.bundle import EMBEDDER, NER, EncoderFailure
 from ..store.base import DerivedUnit
@@ -232,6 +231,8 @@ class Indexer:
                     plan["mentions"].update(fresh_m)
             if embedding:
                 parts = []
+                from tqdm import tqdm  # here, not at import: it costs every process ~30 ms
+
                 with tqdm(total=len(embed_keys), desc="embedding units", unit="text",
                           disable=not progress, leave=False) as bar:
                     for future in embedding:

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ..store.base import CleanDraft, TraceDraft, TraceStoreBase
+from ..store.base import CleanDraft, TraceDraft, TraceStoreBase, scope_key
 from ..types import Scope, Trace
 
 Identity = tuple[Any, ...]
@@ -69,14 +69,15 @@ def skip_stored(store: TraceStoreBase, batches: Sequence[tuple[Sequence[TraceDra
     stored: dict[tuple[str, str], Counter[Identity]] = {}
     read: dict[tuple[str, str], set[str]] = {}
     for (_, scope), normalized_drafts in zip(batches, cleaned):
-        counts, done = stored.setdefault(scope.key, Counter()), read.setdefault(scope.key, set())
+        key = scope_key(scope)  # checked first: a scope part that is not a string is InvalidInput
+        counts, done = stored.setdefault(key, Counter()), read.setdefault(key, set())
         for session in sorted({draft.session for draft in normalized_drafts} - done):
             counts.update(_trace_identity(trace) for trace in store.list(scope, session=session))
             done.add(session)
     kept: list[tuple[list[TraceDraft], Scope]] = []
     skipped: list[int] = []
     for (drafts, scope), clean in zip(batches, cleaned):
-        counts = stored[scope.key]
+        counts = stored[scope_key(scope)]
         new: list[TraceDraft] = []
         for draft, normalized in zip(drafts, clean):
             identity = _draft_identity(normalized)

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from tqdm import tqdm
 
 from .. import __version__
 from ..bench.cli import bench_app
@@ -106,6 +105,8 @@ def ingest(
         if not allow_duplicates:  # planned before any write: the file's repeats count too
             batches, skipped = skip_stored(mem.store, batches)
         total = sum(len(drafts) for drafts, _ in batches)
+        from tqdm import tqdm  # only `zeromem ingest` draws a bar
+
         with tqdm(total=total, unit="trace", desc="ingest", file=sys.stderr,
                   disable=None, leave=False) as bar:  # disable=None: no bar when not a TTY
             for conv, (drafts, scope), skip in zip(conversations, batches, skipped):
@@ -242,6 +243,9 @@ def delete(
         "trace (default: erase them; the history keeps a tombstone: event and time)")] = False,
     yes: Annotated[bool, typer.Option(
         "--yes", help="confirm --session or --scope; no question is asked")] = False,
+    compact: Annotated[bool, typer.Option(
+        "--compact", help="then rewrite the store's files without the freed space (PostgreSQL: "
+        "VACUUM FULL, so deleted row versions leave the table files; see `zeromem compact`)")] = False,
     lock_timeout: LockTimeoutOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -271,13 +275,39 @@ def delete(
             receipt = mem.delete_scope()
             result = {"deleted": receipt.traces}
             message = f"deleted {receipt.traces} trace(s) from scope ({label})"
+        compacted = mem.compact() if compact else None
     result.update(user=user, agent=agent, receipt=receipt.as_dict())
+    if compacted is not None:
+        result["compact"] = compacted
     if as_json:
         print_json(result)
         return
     typer.echo(message)
     for line in _receipt_lines(receipt):
         typer.echo(f"  {line}")
+    if compacted is not None:
+        typer.echo(f"  compacted: {_compact_line(compacted)}")
+
+
+@app.command("compact")
+@friendly
+def compact_store(db: DbOption = None, lock_timeout: LockTimeoutOption = None,
+                  as_json: JsonOption = False) -> None:
+    """Rewrite the store's files without the space erasures freed (every scope). SQLite: VACUUM
+    (erased bytes are zeros already); PostgreSQL: VACUUM FULL + ANALYZE + CHECKPOINT, which
+    drops deleted row versions from the table files (the write-ahead log keeps its copies)."""
+    with open_memory(db, None, None, lock_timeout_s=lock_timeout) as mem:
+        done = mem.compact()
+    if as_json:
+        print_json(done)
+        return
+    typer.echo(f"compacted {done['store']}: {_compact_line(done)}")
+    for note in done.get("retained", []):
+        typer.echo(f"  still holding erased text: {note}")
+
+
+def _compact_line(done: dict[str, Any]) -> str:
+    return f"{done['bytes_before']:,} -> {done['bytes_after']:,} bytes"
 
 
 def _receipt_lines(receipt: DeleteReceipt) -> list[str]:

@@ -21,7 +21,7 @@ from typing import Annotated
 import typer
 
 from .cli_common import AgentOption, DbOption, UserOption, app, friendly, open_memory
-from .mcp_server import build_server
+from .extras import require
 
 
 class Transport(StrEnum):
@@ -50,6 +50,9 @@ def mcp(
     zeromem://sessions/{session}, zeromem://traces/{trace_id}. The store is created if
     missing. In stdio mode stdout carries only the protocol; logs go to stderr.
     """
+    require("mcp", "zeromem mcp")
+    from .mcp_server import build_server  # the MCP SDK: imported by this command only
+
     stdio = transport is Transport.stdio
     # In stdio mode stdout is the protocol channel; a stray print while the models and the
     # store load would corrupt the client's first read. The SDK guards stdout itself once it

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
-from typing import Annotated
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -25,6 +30,7 @@ from .cli_common import (
     open_memory,
     print_json,
 )
+from .extras import require
 
 keys_app = typer.Typer(help="API keys of `zeromem serve`: each key reads and writes one scope.",
                        no_args_is_help=True)
@@ -37,7 +43,7 @@ def serve(
     db: DbOption = None,
     host: Annotated[str, typer.Option(help="address to bind; keep 127.0.0.1 and put a TLS proxy in front")]
         = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port")] = 8420,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port")] = 8420,
     no_auth: Annotated[bool, typer.Option(
         "--no-auth", help="no API keys: every request uses --user/--agent (single local user only)")] = False,
     user: UserOption = None, agent: AgentOption = None,
@@ -56,34 +62,67 @@ def serve(
     index_cache_mb: Annotated[float, typer.Option(
         "--index-cache-mb", min=0, help="memory per worker for the in-memory indexes of the scopes "
         "searched most recently (least recently used dropped beyond it)")] = Config().index_cache_mb,
+    allow_host: Annotated[list[str] | None, typer.Option(
+        "--allow-host", help="another Host name the server answers to, e.g. memory.example.com "
+        "behind a proxy (repeatable; '*': any). The bound address and loopback names always are")] = None,
+    allow_origin: Annotated[list[str] | None, typer.Option(
+        "--allow-origin", help="a web page origin that may call the API, e.g. http://localhost:3000 "
+        "(repeatable; '*': any). Other pages are refused with 403")] = None,
     log_level: Annotated[str, typer.Option("--log-level")] = "warning",
 ) -> None:
     """Serve the memory over HTTP: REST API at /v1 (OpenAPI docs at /docs), inspector at /."""
+    require("server", "zeromem serve")
     import uvicorn
-
-    from .server.app import ENVIRONMENT
 
     if no_auth and host not in ("127.0.0.1", "localhost", "::1"):
         raise InvalidInput("--no-auth serves anyone who can connect: only with --host 127.0.0.1")
     if (reader_url is None) != (reader_model is None):
         raise InvalidInput("--reader-url and --reader-model go together")
+    if not math.isfinite(max_body_mb) or int(max_body_mb * 1024 * 1024) < 1:
+        raise InvalidInput(f"--max-body-mb {max_body_mb:g} would refuse every request body: pass a "
+                           "size above 0 (the default is 16)")
     with open_memory(db, user, agent, create=True) as mem:  # creates/migrates the store once
         path = mem.path
         keys = len([k for k in mem.store.api_keys() if k.active])
-    os.environ[ENVIRONMENT] = json.dumps({
+    options = {
         "db": db if db is not None and "://" in str(db) else path, "user": user, "agent": agent,
         "require_auth": not no_auth, "max_body_bytes": int(max_body_mb * 1024 * 1024),
         "reader_url": reader_url, "reader_model": reader_model, "threads": threads,
-        "preload": preload, "index_cache_mb": index_cache_mb})
+        "preload": preload, "index_cache_mb": index_cache_mb, "host": host,
+        "allow_hosts": allow_host or [], "allow_origins": allow_origin or []}
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     auth = "no auth" if no_auth else f"{keys} active API key(s)"
     typer.echo(f"zeromem serve: {path} on http://{host}:{port} ({auth}, {workers} worker process(es)); "
                "docs at /docs", err=True)
     if not no_auth and keys == 0:
         typer.echo("  no API key yet: make one with `zeromem keys add --db ... --user U`", err=True)
-    uvicorn.run("zeromem.interfaces.server.app:app_from_environment", factory=True, host=host,
-                port=port, workers=workers if workers > 1 else None, log_level=log_level,
-                access_log=False)
+    with worker_options(options):
+        uvicorn.run("zeromem.interfaces.server.app:app_from_environment", factory=True, host=host,
+                    port=port, workers=workers if workers > 1 else None, log_level=log_level,
+                    access_log=False)
+
+
+@contextmanager
+def worker_options(options: dict[str, Any]) -> Iterator[Path]:
+    """Hand the options to the worker processes in a file only this user can read, named in
+    ``$ZEROMEM_SERVE``: a PostgreSQL URL's password must not sit in the workers' environment
+    (``ps e`` shows it), and a worker uvicorn restarts reads the file again. Removed at exit."""
+    from .server.app import ENVIRONMENT
+
+    handle, name = tempfile.mkstemp(prefix="zeromem-serve-", suffix=".json")  # mode 0600
+    path = Path(name)
+    previous = os.environ.get(ENVIRONMENT)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(options, out)
+        os.environ[ENVIRONMENT] = str(path)
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+        if previous is None:
+            os.environ.pop(ENVIRONMENT, None)
+        else:
+            os.environ[ENVIRONMENT] = previous
 
 
 @keys_app.command("add")

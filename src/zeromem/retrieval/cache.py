@@ -104,12 +104,10 @@ class IndexCache:
         with self._lock:
             entry = self._entries.get(key)
         slots, version = self._slots(value), self._version(value)
-        if entry is not None and entry.value is value and entry.measured_version == version:
-            nbytes = entry.nbytes
-            measured = (entry.measured_bytes, entry.measured_slots, entry.measured_version)
-        elif (entry is not None and entry.value is value and entry.measured_slots > 0
-              and slots <= entry.measured_slots * (1 + REMEASURE_GROWTH)):
-            nbytes = entry.measured_bytes * slots // entry.measured_slots
+        if (entry is not None and entry.value is value and entry.measured_slots > 0
+                and slots <= entry.measured_slots * (1 + REMEASURE_GROWTH)):
+            nbytes = (entry.nbytes if entry.measured_version == version
+                      else entry.measured_bytes * slots // entry.measured_slots)
             measured = (entry.measured_bytes, entry.measured_slots, entry.measured_version)
         else:
             nbytes = self._measure(value)

@@ -96,6 +96,28 @@ def make_receipt(kind: str, trace_ids: Sequence[str], counts: Mapping[str, int],
                          history_text_purged, secure_delete, checkpointed, tuple(retained))
 
 
+def retained_identifiers(kind: str, erased: bool, scope_keys: int) -> list[str]:
+    """What a delete leaves of the erased traces' identifiers, and why, one sentence each.
+
+    An erasing delete removes the session name (once no trace of the session is left),
+    speaker, source id, title and metadata keys from every table; what stays names the scope:
+    the history's tombstones and the scope's version row until the scope itself is deleted,
+    and the API keys made for it.
+    """
+    if not erased:
+        return ["the history keeps the text and metadata, and the change log (session_changes) "
+                "the session's name (keep_history=True)"]
+    if kind == "scope":
+        if not scope_keys:
+            return []
+        return [f"api_keys: {scope_keys} API key(s) made for this scope keep its user and agent "
+                "(a revoked key stays listed); the keys are not part of the memory"]
+    return ["trace_history keeps one tombstone per deleted trace (event, time, row number and "
+            "the scope's user and agent; no text, metadata, session, speaker or source id), and "
+            "scope_versions the scope's user and agent, while the scope exists: delete_scope "
+            "removes both"]
+
+
 def check_flag(value: Any, name: str) -> bool:
     """A boolean option such as ``keep_history``: a real bool, so that a stray string such as
     ``"false"`` is refused instead of read as True."""
@@ -178,7 +200,7 @@ class TraceStoreBase(ABC):
     def clean(self, draft: TraceDraft) -> CleanDraft:
         """Check and normalize one draft; raises InvalidInput naming the bad field."""
         limit = self.max_text_chars
-        session = validate.clean_optional_str(draft.session, "session")
+        session = validate.clean_session(draft.session)
         return CleanDraft(
             text=validate.clean_text(draft.text, max_chars=limit),
             session=session or "",
@@ -277,6 +299,12 @@ class TraceStoreBase(ABC):
     def delete_scope(self, scope: Scope) -> DeleteReceipt:
         """Remove every trace, history event, derived row and per-scope fact (such as the
         embedder fingerprint) of ``scope``, and nothing of any other scope."""
+
+    @abstractmethod
+    def compact(self) -> dict[str, Any]:
+        """Make the backend drop from its files what erasures freed (SQLite: VACUUM; PostgreSQL:
+        VACUUM FULL, ANALYZE, CHECKPOINT); returns what it did and, for PostgreSQL, what it
+        cannot remove (``retained``). Slow on a large store, and it locks the tables meanwhile."""
 
     # -- reads -----------------------------------------------------------------------------
     @abstractmethod
@@ -414,13 +442,23 @@ def check_meta_key(key: Any) -> str:
     return key
 
 
+# The highest version a deleted scope's row reached (a ``store_meta`` key of every backend): a
+# deleted scope leaves no version row, so that its user and agent leave the store; the row a
+# later write makes for a scope of the same name starts above this, so no index of the
+# deleted scope is ever taken as current.
+VERSION_FLOOR_KEY = "scope_version_floor"
+
+
 def check_meta_write(key: Any) -> str:
     """A ``store_meta`` key that may be written or removed: any but the trace id key, which is
-    made once with the store (changing it would change every id)."""
+    made once with the store (changing it would change every id), and the version floor."""
     key = check_meta_key(key)
     if key == ID_KEY:
         raise InvalidInput(f"store_meta key {ID_KEY!r} is the store's trace id key: it cannot be "
                            "changed or removed (every trace id depends on it)")
+    if key == VERSION_FLOOR_KEY:
+        raise InvalidInput(f"store_meta key {VERSION_FLOOR_KEY!r} is kept by delete_scope: it cannot "
+                           "be changed or removed (in-memory indexes of other processes rely on it)")
     return key
 
 

@@ -149,10 +149,16 @@ def _parse_iso(text: str) -> dt.datetime:
         year, month = int(reduced.group(1)), int(reduced.group(2) or 1)
         return _make(year, month, 1)
     try:
-        return dt.datetime.fromisoformat(text.upper())  # 't' and 'z' are valid ISO too
+        parsed = dt.datetime.fromisoformat(text.upper())  # 't' and 'z' are valid ISO too
     except ValueError as exc:
         reason = "its UTC offset must be under 24 hours" if "offset" in str(exc) else str(exc)
         raise DateError(f"not a valid ISO 8601 date/time ({reason})") from None
+    offset = parsed.utcoffset()
+    if offset is not None and (offset.seconds % 60 or offset.microseconds):
+        # Python reads "+05:30:15"; ISO 8601 offsets are hours and minutes, and a stored
+        # offset with seconds would be shown and compared as nobody wrote it.
+        raise DateError("its UTC offset has seconds: an offset is hours and minutes (e.g. +05:30)")
+    return parsed
 
 
 def _parse_words(text: str) -> dt.datetime:

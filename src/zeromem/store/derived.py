@@ -23,6 +23,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from .base import VERSION_FLOOR_KEY
+
 # A list of ids bound as ONE JSON parameter: no limit on how many (SQLite caps the number of
 # bound variables per statement, at 999 in older builds).
 _IN_JSON = "IN (SELECT value FROM json_each(?))"
@@ -84,10 +86,21 @@ def forget_session(conn: sqlite3.Connection, user: str, agent: str, session: str
 
 
 def snapshot_predates_wipe(conn: sqlite3.Connection, user: str, agent: str, version: int) -> bool:
-    """Whether an index at ``version`` is older than the scope's last wipe (see save_snapshot)."""
+    """Whether an index at ``version`` is older than the scope's last wipe (see save_snapshot);
+    a scope without a version row was deleted (``forget_scope``), so any index of it is."""
     row = conn.execute("SELECT reset_version FROM scope_versions WHERE user_key=? AND agent_key=?",
                        (user, agent)).fetchone()
-    return row is not None and int(row[0]) > version
+    return version > 0 if row is None else int(row[0]) > version
+
+
+def forget_scope(conn: sqlite3.Connection, user: str, agent: str) -> None:
+    """Remove a deleted scope's version row, raising the version floor to its version first."""
+    conn.execute(
+        "INSERT INTO store_meta (key, value) SELECT ?, CAST(version AS TEXT) FROM scope_versions"
+        " WHERE user_key=? AND agent_key=? ON CONFLICT(key) DO UPDATE SET"
+        " value = CAST(MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER)) AS TEXT)",
+        (VERSION_FLOOR_KEY, user, agent))
+    conn.execute("DELETE FROM scope_versions WHERE user_key=? AND agent_key=?", (user, agent))
 
 
 def note_session_change(conn: sqlite3.Connection, user: str, agent: str, session: str) -> None:
@@ -120,7 +133,7 @@ def read_changes(conn: sqlite3.Connection, user: str, agent: str, since: int,
     row = conn.execute("SELECT version, reset_version FROM scope_versions WHERE user_key=? AND agent_key=?",
                        (user, agent)).fetchone()
     version, reset = (row[0], row[1]) if row else (0, 0)
-    full = since <= 0 or reset > since
+    full = since <= 0 or reset > since or row is None  # no row: the scope was deleted
     if full:
         sessions = [r[0] for r in conn.execute(
             "SELECT DISTINCT session FROM traces WHERE user_key=? AND agent_key=? ORDER BY session",
@@ -167,9 +180,13 @@ def read_changes(conn: sqlite3.Connection, user: str, agent: str, since: int,
 def bump_version(conn: sqlite3.Connection, user: str, agent: str, *, reset: bool = False) -> None:
     """One more write to the scope; ``reset`` also marks it a wipe (``reset_version``), after
     which an in-memory index of the scope must be rebuilt whole."""
+    # A new row starts above the floor, and as a wipe when there is one (see VERSION_FLOOR_KEY).
     conn.execute(
-        "INSERT INTO scope_versions (user_key, agent_key, version) VALUES (?,?,1)"
-        " ON CONFLICT(user_key, agent_key) DO UPDATE SET version = version + 1", (user, agent))
+        "INSERT INTO scope_versions (user_key, agent_key, version, reset_version)"
+        " SELECT ?, ?, floor + 1, CASE WHEN floor > 0 THEN floor + 1 ELSE 0 END FROM"
+        " (SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = ?), 0) AS floor)"
+        " WHERE true ON CONFLICT(user_key, agent_key) DO UPDATE SET version = version + 1",
+        (user, agent, VERSION_FLOOR_KEY))
     if reset:
         conn.execute("UPDATE scope_versions SET reset_version = version"
                      " WHERE user_key=? AND agent_key=?", (user, agent))

@@ -117,7 +117,7 @@ def _open_postgres(url: str, options: _Options) -> StoreBase:
         from .postgres import PostgresStore
     except ImportError as exc:  # psycopg / psycopg_pool missing from this environment
         raise StoreError(f"the PostgreSQL backend needs psycopg 3 and psycopg_pool ({exc}): "
-                         "pip install 'psycopg[binary]' psycopg-pool") from None
+                         "pip install 'zeromem[postgres]'") from None
     return PostgresStore(url, max_text_chars=options.max_text_chars, timeout_s=options.timeout_s,
                          lock_timeout_s=options.lock_timeout_s)
 

@@ -21,11 +21,14 @@ InvalidInput before anything is written (SQLite would store it).
 
 Erasure (``delete``, ``delete_session``, ``delete_scope``, ``update(keep_history=False)``)
 removes the rows and empties the history events exactly as SQLiteStore does: no table holds
-the text afterwards. PostgreSQL itself keeps the old row versions (dead tuples) in the table
-and index files, and the text in its write-ahead log, until VACUUM reclaims the space and the
-WAL segments are recycled; base backups, WAL archives and replicas keep their own copies.
-Every receipt says so (``DeleteReceipt.retained``): run ``VACUUM`` on the tables (or let
-autovacuum run) where the bytes must leave the disk too.
+the text or the erased identifiers afterwards. PostgreSQL itself keeps the old row versions
+(dead tuples) in the table and index files — a plain VACUUM only marks their space reusable —
+and the text in its write-ahead log until the segments are recycled and overwritten; base
+backups, WAL archives and replicas keep their own copies. Every receipt says so
+(``DeleteReceipt.retained``). ``compact`` (``zeromem compact``, ``zeromem delete ... --compact``)
+runs VACUUM FULL + ANALYZE on zeromem's tables, VACUUM FULL pg_statistic and CHECKPOINT: the
+table files then hold none of it (tests/test_erasure_identifiers.py greps them); the WAL
+copies stay until PostgreSQL reuses the segments, which no SQL command forces.
 
 Lock waits: every connection sets ``lock_timeout``, so a write blocked by another
 transaction's lock fails after ``lock_timeout_s`` with a StoreError that says so.
@@ -65,6 +68,7 @@ from .base import (
     id_codec,
     make_receipt,
     not_found_message,
+    retained_identifiers,
     scope_key,
     scope_meta_suffix,
 )
@@ -98,9 +102,16 @@ _TIME_UTC = (f"(CASE WHEN {_TIME} ~ '[+-][0-9][0-9]:[0-9][0-9](:[0-9][0-9])?$'"
 ALL_SCOPES = "/* all-scopes */ "  # marks the statements that read across scopes on purpose
 DEFAULT_POOL_SIZE = 8
 # What a receipt says PostgreSQL may still hold after an erasure (see the module docstring).
-RETAINED = (("PostgreSQL keeps the deleted row versions (dead tuples) in the table and index "
-             "files and the text in its write-ahead log until VACUUM reclaims them; backups, "
-             "WAL archives and replicas keep their own copies"),)
+# A plain VACUUM (or autovacuum) only marks the space of dead tuples reusable: the bytes stay
+# until new rows overwrite them.
+RETAINED = (("PostgreSQL keeps the deleted and replaced row versions (dead tuples) in the table "
+             "and index files until VACUUM FULL rewrites them: run `zeromem compact` (or "
+             "`zeromem delete ... --compact`)"),
+            ("PostgreSQL's write-ahead log (pg_wal) keeps the text until its segments are recycled "
+             "and overwritten, which SQL cannot force; base backups, WAL archives and replicas "
+             "keep their own copies"))
+# What `compact` cannot remove (see compact).
+COMPACT_RETAINED = (RETAINED[1],)
 
 
 def _no_nul(value: str | None, field: str) -> None:
@@ -125,6 +136,7 @@ class PostgresStore(StoreBase):
             raise StoreError(f"cannot connect to {self.path}: {_first_line(exc)}") from None
         try:
             migrate(first)
+            pgd.ensure_version_floor(first)
             self._vector_oid = int(_one(first.execute("SELECT 'vector'::regtype::oid"))[0])
             key = first.execute("SELECT value FROM store_meta WHERE key = %s", (ID_KEY,)).fetchone()
             self.ids = id_codec(key[0] if key else None, self.path)
@@ -297,8 +309,8 @@ class PostgresStore(StoreBase):
             # Two processes saving the same scope at once take turns on its version row.
             row = conn.execute("SELECT reset_version FROM scope_versions WHERE scope_key = %s FOR UPDATE",
                                (key,)).fetchone()
-            if row is not None and int(row[0]) > version:
-                return
+            if (version > 0) if row is None else int(row[0]) > version:
+                return  # older than the last wipe; no row: the scope was deleted
             conn.execute("DELETE FROM scope_snapshot_parts WHERE scope_key = %s", (key,))
             conn.cursor().executemany(
                 "INSERT INTO scope_snapshot_parts (scope_key, name, blob) VALUES (%s, %s, %s)",
@@ -412,13 +424,17 @@ class PostgresStore(StoreBase):
             version = pgd.lock_scope(conn, key, reset=not keep)
             session = _owned_row(conn, key, rowid, tid, scope)[2]
             counts = _remove_traces(conn, key, [rowid], keep_history=keep)
-            pgd.mark_dirty(conn, key, [session])
             counts += pgd.purge_units_of_trace(conn, key, session, rowid, version)
+            if not keep and conn.execute("SELECT 1 FROM traces WHERE scope_key = %s AND session = %s"
+                                         " LIMIT 1", (key, session)).fetchone() is None:
+                counts += pgd.forget_session(conn, key, session)  # its last trace: the name goes
+            else:
+                pgd.mark_dirty(conn, key, [session])
             if not keep:
                 counts += pgd.drop_snapshot(conn, key)
             return counts
 
-        return _receipt("trace", [tid], self._write(body), erased=not keep)
+        return _receipt("trace", [tid], self._write(body), erased=not keep, keys=self._scope_keys(scope))
 
     def delete_session(self, session: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
         """Remove every trace of one session as ``delete`` removes one (see the base)."""
@@ -443,7 +459,8 @@ class PostgresStore(StoreBase):
             return rowids, counts
 
         rowids, counts = self._write(body)
-        return _receipt("session", [self.ids.format(r) for r in rowids], counts, erased=not keep)
+        return _receipt("session", [self.ids.format(r) for r in rowids], counts, erased=not keep,
+                        keys=self._scope_keys(scope))
 
     def delete_scope(self, scope: Scope) -> DeleteReceipt:
         """Remove every trace, history event, derived row and per-scope fact (the embedder
@@ -462,10 +479,42 @@ class PostgresStore(StoreBase):
             counts["store_meta"] = conn.execute(
                 "DELETE FROM store_meta WHERE strpos(key, ':') > 0"
                 " AND substr(key, strpos(key, ':') + 1) = %s", (key,)).rowcount
+            pgd.forget_scope(conn, key)
             return rowids, counts
 
         rowids, counts = self._write(body)
-        return _receipt("scope", [self.ids.format(r) for r in rowids], counts, erased=True)
+        return _receipt("scope", [self.ids.format(r) for r in rowids], counts, erased=True,
+                        keys=self._scope_keys(scope))
+
+    def _scope_keys(self, scope: Scope) -> int:
+        """How many API keys (active or revoked) name this scope."""
+        return int(self._read("SELECT COUNT(*) FROM api_keys WHERE user_key = %s AND agent_key = %s",
+                              scope_key(scope))[0][0])
+
+    def compact(self) -> dict[str, Any]:
+        """Make PostgreSQL drop what erasures left in its files, as far as SQL can: VACUUM FULL
+        rewrites every zeromem table and index without the dead row versions (it locks each
+        table while it runs), ANALYZE replaces the column statistics (which sample values),
+        and CHECKPOINT lets the old files and WAL segments go. What it cannot do is listed."""
+        from .postgres_schema import GLOBAL_TABLES, SCOPED_TABLES
+
+        before = self.size_bytes()
+        done: builtins.list[str] = []
+        retained = builtins.list(COMPACT_RETAINED)
+        with self._connection("compact") as conn:
+            for table in (*SCOPED_TABLES, *GLOBAL_TABLES):
+                conn.execute(f"VACUUM (FULL, ANALYZE) {table}")
+            done.append("VACUUM (FULL, ANALYZE) on every zeromem table")
+            for step, sql in (("VACUUM FULL pg_statistic", "VACUUM FULL pg_statistic"),
+                              ("CHECKPOINT", "CHECKPOINT")):
+                try:
+                    conn.execute(sql)
+                    done.append(step)
+                except (pg_errors.InsufficientPrivilege, pg_errors.FeatureNotSupported) as exc:
+                    retained.append(f"{step} was not allowed ({_first_line(exc)}): an administrator "
+                                    "can run it")
+        return {"store": self.path, "bytes_before": before, "bytes_after": self.size_bytes(),
+                "done": done, "retained": retained}
 
     # -- bulk load (zeromem migrate; store/transfer.py) ------------------------------------
     def bulk_load(self, traces: Sequence[tuple], history: Sequence[tuple], api_keys: Sequence[tuple],
@@ -778,9 +827,12 @@ def _purge_history(conn: psycopg.Connection, key: str, rowids: Sequence[int]) ->
         (key, builtins.list(rowids))).rowcount)
 
 
-def _receipt(kind: str, trace_ids: Sequence[str], counts: Counter[str], *, erased: bool) -> DeleteReceipt:
+def _receipt(kind: str, trace_ids: Sequence[str], counts: Counter[str], *, erased: bool,
+             keys: int) -> DeleteReceipt:
     """A PostgreSQL receipt: no secure_delete, no checkpoint; what the server keeps (RETAINED)."""
-    retained = RETAINED if erased else ("the history keeps the text and metadata (keep_history=True)",)
+    retained = retained_identifiers(kind, erased, keys)
+    if erased:
+        retained = [*RETAINED, *retained]
     return make_receipt(kind, trace_ids, counts, history_text_purged=erased, secure_delete=False,
                         checkpointed=False, retained=retained)
 

@@ -21,6 +21,8 @@ import numpy as np
 from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
 
+from .base import VERSION_FLOOR_KEY
+
 _LE32 = np.dtype("<f4")
 _BE32 = np.dtype(">f4")
 
@@ -64,6 +66,12 @@ def vec(data: bytes | None) -> PgVector | None:
 
 
 # -- scope versions and the change log --------------------------------------------------
+def ensure_version_floor(conn: Any) -> None:
+    """Create the floor row once, so that ``lock_scope`` always has a row to wait on."""
+    conn.execute("INSERT INTO store_meta (key, value) VALUES (%s, '0') ON CONFLICT DO NOTHING",
+                 (VERSION_FLOOR_KEY,))
+
+
 def lock_scope(conn: Any, scope_key: str, *, reset: bool = False) -> int:
     """Count one more write to the scope and hold its version row until commit; returns the
     version the write ends at. ``reset`` also marks a wipe (``reset_version``)."""
@@ -72,8 +80,26 @@ def lock_scope(conn: Any, scope_key: str, *, reset: bool = False) -> int:
         " VALUES (%s, 1, CASE WHEN %s THEN 1 ELSE 0 END)"
         " ON CONFLICT (scope_key) DO UPDATE SET version = v.version + 1,"
         " reset_version = CASE WHEN %s THEN v.version + 1 ELSE v.reset_version END"
-        " RETURNING version", (scope_key, reset, reset)).fetchone()
-    return int(row[0])
+        " RETURNING version, xmax = 0", (scope_key, reset, reset)).fetchone()
+    if not row[1]:
+        return int(row[0])
+    # A new row: it starts above the floor. FOR SHARE waits for a delete_scope that is raising
+    # the floor right now and reads the value it commits, which the insert's snapshot missed.
+    floor = conn.execute("SELECT value FROM store_meta WHERE key = %s FOR SHARE",
+                         (VERSION_FLOOR_KEY,)).fetchone()
+    if floor is None or int(floor[0]) <= 0:
+        return int(row[0])
+    return int(conn.execute(
+        "UPDATE scope_versions SET version = %s, reset_version = %s WHERE scope_key = %s RETURNING version",
+        (int(floor[0]) + 1, int(floor[0]) + 1, scope_key)).fetchone()[0])
+
+
+def forget_scope(conn: Any, scope_key: str) -> None:
+    """Remove a deleted scope's version row (its name), raising the floor to its version."""
+    conn.execute(
+        "UPDATE store_meta SET value = GREATEST(value::bigint, v.version)::text FROM scope_versions v"
+        " WHERE store_meta.key = %s AND v.scope_key = %s", (VERSION_FLOOR_KEY, scope_key))
+    conn.execute("DELETE FROM scope_versions WHERE scope_key = %s", (scope_key,))
 
 
 def note_session_change(conn: Any, scope_key: str, session: str, version: int) -> None:
@@ -156,7 +182,7 @@ def read_changes(conn: Any, scope_key: str, since: int, known_entities: set[str]
     row = conn.execute("SELECT version, reset_version FROM scope_versions WHERE scope_key = %s",
                        (scope_key,)).fetchone()
     version, reset = (int(row[0]), int(row[1])) if row else (0, 0)
-    full = since <= 0 or reset > since
+    full = since <= 0 or reset > since or row is None  # no row: the scope was deleted
     if full:
         sessions = [r[0] for r in conn.execute(
             "SELECT DISTINCT session FROM traces WHERE scope_key = %s ORDER BY session", (scope_key,))]

@@ -51,6 +51,7 @@ from .base import (
     id_codec,
     make_receipt,
     not_found_message,
+    retained_identifiers,
     scope_key,
     scope_meta_suffix,
 )
@@ -479,10 +480,15 @@ class SQLiteStore(StoreBase):
         with self.transaction() as conn:
             session = _owned_row(conn, rowid, tid, scope)[2]
             counts = _remove_traces(conn, user, agent, [rowid], keep_history=keep)
-            _mark_dirty(conn, user, agent, session)
             counts += purge_units_of_trace(conn, user, agent, session, rowid)
+            if not keep and _session_is_empty(conn, user, agent, session):
+                # Its last trace: the name goes too (the wipe below rebuilds other processes'
+                # indexes, so they need no change-log row to drop the session).
+                counts += derived.forget_session(conn, user, agent, session)
+            else:
+                _mark_dirty(conn, user, agent, session)
             counts += _end_write(conn, user, agent, erase=not keep)
-        return self._receipt("trace", [tid], counts, erased=not keep)
+        return self._receipt("trace", [tid], counts, erased=not keep, scope=scope)
 
     def delete_session(self, session: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
         """Remove every trace of one session as ``delete`` removes one (see the base)."""
@@ -502,7 +508,8 @@ class SQLiteStore(StoreBase):
             else:
                 counts += derived.forget_session(conn, user, agent, name)
             counts += _end_write(conn, user, agent, erase=not keep)
-        return self._receipt("session", [self.ids.format(r) for r in rowids], counts, erased=not keep)
+        return self._receipt("session", [self.ids.format(r) for r in rowids], counts, erased=not keep,
+                             scope=scope)
 
     def delete_scope(self, scope: Scope) -> DeleteReceipt:
         """Remove every trace, history event, derived row and per-scope fact (the embedder
@@ -524,21 +531,42 @@ class SQLiteStore(StoreBase):
             counts["store_meta"] = conn.execute(
                 "DELETE FROM store_meta WHERE instr(key, ':') > 0"
                 " AND substr(key, instr(key, ':') + 1) = ?", (suffix,)).rowcount
-            bump_version(conn, user, agent, reset=True)
-        return self._receipt("scope", [self.ids.format(r) for r in rowids], counts, erased=True)
+            derived.forget_scope(conn, user, agent)
+        return self._receipt("scope", [self.ids.format(r) for r in rowids], counts, erased=True,
+                             scope=scope)
 
     def _receipt(self, kind: str, trace_ids: Sequence[str], counts: Counter[str], *,
-                 erased: bool) -> DeleteReceipt:
+                 erased: bool, scope: Scope) -> DeleteReceipt:
         """The receipt of a committed delete; an erasing one checkpoints the log first."""
         checkpointed = self._checkpoint() if erased else False
-        retained = []
-        if not erased:
-            retained.append("the history keeps the text and metadata (keep_history=True)")
-        elif not checkpointed:
+        retained = retained_identifiers(kind, erased, self._scope_keys(scope))
+        if erased and not checkpointed:
             retained.append(f"{self.path}-wal may keep copies of the old pages until the next "
                             "checkpoint: another connection was reading the database")
         return make_receipt(kind, trace_ids, counts, history_text_purged=erased,
                             secure_delete=True, checkpointed=checkpointed, retained=retained)
+
+    def _scope_keys(self, scope: Scope) -> int:
+        """How many API keys (active or revoked) name this scope."""
+        return int(self.read("SELECT COUNT(*) FROM api_keys WHERE user_key=? AND agent_key=?",
+                             scope_key(scope))[0][0])
+
+    def compact(self) -> dict[str, Any]:
+        """Rewrite the file without free pages (VACUUM) and truncate the log: with
+        secure_delete the freed bytes are zeros already; this also returns the space."""
+        self._check_writable()
+        before = self.size_bytes()
+        with self._lock:
+            self._check_open()
+            try:
+                self.conn.execute("VACUUM")
+            except sqlite3.DatabaseError as exc:
+                if _is_lock_error(exc):
+                    raise StoreError(self._locked_message()) from None
+                raise StoreError(f"VACUUM failed on {self.path}: {exc}") from None
+        checkpointed = self._checkpoint()  # VACUUM wrote the new file through the log
+        return {"store": self.path, "bytes_before": before, "bytes_after": self.size_bytes(),
+                "checkpointed": checkpointed, "retained": []}
 
     # -- per-file facts -------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -764,6 +792,11 @@ def _owned_row(conn: sqlite3.Connection, rowid: int, tid: str, scope: Scope) -> 
     if row is None:
         raise NotFound(not_found_message(tid, scope))
     return row
+
+
+def _session_is_empty(conn: sqlite3.Connection, user: str, agent: str, session: str) -> bool:
+    return conn.execute("SELECT 1 FROM traces WHERE user_key=? AND agent_key=? AND session=? LIMIT 1",
+                        (user, agent, session)).fetchone() is None
 
 
 def _mark_dirty(conn: sqlite3.Connection, user: str, agent: str, session: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import unicodedata
 from typing import Any
 
 from ..errors import InvalidInput
@@ -16,6 +17,14 @@ DEFAULT_MAX_TEXT_CHARS = 100_000
 # would pass every other check and then fail inside the insert.
 MIN_INT = -(2**63)
 MAX_INT = 2**63 - 1
+# The largest seq a caller may pass: the largest integer a JSON client (JavaScript) reads
+# exactly. The room above it, up to MAX_INT, is for the seqs assigned after it, so that one
+# trace stored at the top cannot leave its session unable to take another (issue 28).
+MAX_SEQ = 2**53 - 1
+# Characters that show nothing or reorder what follows on screen: a name made of, or holding,
+# them reads as another name (U+202E turns "alice\u202eknil" into "alicelink" backwards).
+INVISIBLE_IN_NAMES = frozenset("\u061c\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                               "\u2060\u2066\u2067\u2068\u2069\ufeff")
 MAX_METADATA_DEPTH = 64
 # A scope part names a user or an agent, not a document; metadata is a side table, not storage
 # for payloads (put those in the text or an attachment description).
@@ -39,9 +48,10 @@ def clean_text(value: Any, *, field: str = "text", max_chars: int = DEFAULT_MAX_
             ) from None
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be a string, got {type(value).__name__}")
-    if not value.strip():
-        raise InvalidInput(f"{field} is empty or whitespace only: "
-                           + ("ask with some words" if field == "query" else "store a non-empty message"))
+    if not value.strip() or shows_nothing(value):
+        raise InvalidInput(f"{field} is empty, or only whitespace, control or zero-width "
+                           "characters: " + ("ask with some words" if field == "query"
+                                             else "store a non-empty message"))
     if len(value) > max_chars:
         raise InvalidInput(
             f"{field} has {len(value)} characters, over the limit of {max_chars}: split it "
@@ -49,6 +59,12 @@ def clean_text(value: Any, *, field: str = "text", max_chars: int = DEFAULT_MAX_
         )
     check_unicode(value, field)
     return value
+
+
+def shows_nothing(value: str) -> bool:
+    """Whether ``value`` shows nothing: only whitespace, control characters (NUL among them)
+    and format characters such as zero-width spaces and joiners."""
+    return all(char.isspace() or unicodedata.category(char) in ("Cc", "Cf") for char in value)
 
 
 def check_unicode(value: str, field: str) -> None:
@@ -74,8 +90,9 @@ def clean_seq(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidInput(f"seq must be a non-negative int, got "
                            f"{int_text(value) if isinstance(value, int) else repr(value)}")
-    if value > MAX_INT:
-        raise InvalidInput(f"seq {int_text(value)} is too large: it must be at most 2**63-1 ({MAX_INT})")
+    if value > MAX_SEQ:
+        raise InvalidInput(f"seq {int_text(value)} is too large: it must be at most 2**53-1 ({MAX_SEQ}), "
+                           "the largest integer every JSON client reads exactly")
     return int(value)
 
 
@@ -124,6 +141,9 @@ def clean_scope_part(value: Any, name: str) -> str | None:
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be a string or None, got {type(value).__name__}")
     check_unicode(value, name)
+    if not value:
+        raise InvalidInput(f"{name} is an empty string: pass None (or leave --{name} out) for no "
+                           f"{name}; an empty name would silently mean the scope without a {name}")
     if len(value) > MAX_SCOPE_CHARS:
         raise InvalidInput(f"{name} has {len(value)} characters, over the limit of "
                            f"{MAX_SCOPE_CHARS}: use a shorter id (e.g. a hash of it)")
@@ -135,6 +155,11 @@ def clean_scope_part(value: Any, name: str) -> str | None:
         label = f"U+{ord(bad):04X}" + (" (NUL)" if bad == "\x00" else " (ESC)" if bad == "\x1b" else "")
         raise InvalidInput(f"{name} {value!r} contains the control character {label} at "
                            f"position {value.index(bad)}: scope names are plain text")
+    hidden = next((char for char in value if char in INVISIBLE_IN_NAMES), None)
+    if hidden is not None:
+        raise InvalidInput(f"{name} {value!r} contains U+{ord(hidden):04X}, an invisible or "
+                           f"direction-changing character, at position {value.index(hidden)}: "
+                           "scope names must read as what they are")
     return value
 
 
@@ -157,6 +182,15 @@ def clean_optional_str(value: Any, field: str, *, max_chars: int = 1000) -> str 
     if not value:
         return None
     return clean_text(value, field=field, max_chars=max_chars)
+
+
+def clean_session(value: Any) -> str | None:
+    """A trace's session: None (no session) or a name. An empty or blank string is refused: it
+    used to mean "no session" without a word, which a caller who meant a name would not see."""
+    if isinstance(value, str) and not value.strip():
+        raise InvalidInput(f"session {value!r} is empty: pass None (or leave it out) for a trace "
+                           "without a session, or name the session")
+    return clean_optional_str(value, "session")
 
 
 def clean_role(value: Any) -> str:
@@ -206,11 +240,12 @@ def clean_time(value: Any, field: str) -> str | None:
 
 
 def _iso(value: dt.datetime, field: str, shown: str) -> str:
-    """``value`` as stored: ISO 8601 to the second, with its offset when it has one."""
+    """``value`` as stored: ISO 8601 to the second (to the microsecond when it has a fraction:
+    dropping it would store another instant than the one given), with its offset if any."""
     try:
         if value.tzinfo is not None:
             value.astimezone(dt.UTC)  # its UTC instant must exist for comparisons
-        return value.isoformat(timespec="seconds")
+        return value.isoformat(timespec="microseconds" if value.microsecond else "seconds")
     except (OverflowError, ValueError) as exc:
         raise InvalidInput(f"{field} {shown} cannot be stored: {exc}") from None
 

@@ -12,19 +12,28 @@ per write).
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..indexes.growable import Growable
 from ..indexes.ragged import Ragged
+
+if TYPE_CHECKING:  # imported by the methods that build a matrix: ~0.2 s off `import zeromem`
+    import scipy.sparse as sp
 
 ADJACENCY_WEIGHT = 0.3  # between consecutive turns of a session
 # Edge weights as PageRank reads them: single precision halves the memory a power step streams
 # through (PPR converges to an L1 tolerance of 1e-4, far above float32's rounding; measured on
 # the HotpotQA pool and LoCoMo: identical rankings, docs/decisions.md).
 WEIGHT_DTYPE = np.float32
+
+
+def _csr(arg: tuple, shape: tuple[int, int], *, copy: bool = False) -> sp.csr_matrix:
+    """A CSR matrix; scipy.sparse is imported on the first one, not with the package."""
+    import scipy.sparse
+
+    return scipy.sparse.csr_matrix(arg, shape=shape, copy=copy)
 
 
 class TurnEdges(Protocol):
@@ -69,7 +78,7 @@ class BaseDeltaAdjacency:
             degree = self._base_degree.copy()
             parts = [self._base]
             if len(vals):
-                parts.append(sp.csr_matrix((vals, (rows, cols)), shape=(n, n)))
+                parts.append(_csr((vals, (rows, cols)), shape=(n, n)))
                 degree += np.bincount(rows, weights=vals, minlength=n)[:n]
             self._cache = (version, parts, degree)
         return self._cache[1], self._cache[2]
@@ -103,8 +112,8 @@ class BaseDeltaAdjacency:
             return
         self.turn_capacity, self.entity_capacity, self._base_slots = (int(x) for x in arrays["base_shape"])
         n = self.n_nodes
-        self._base = sp.csr_matrix((arrays["base_data"], arrays["base_indices"], arrays["base_indptr"]),
-                                   shape=(n, n), copy=False)
+        self._base = _csr((arrays["base_data"], arrays["base_indices"], arrays["base_indptr"]),
+                          shape=(n, n), copy=False)
         self._base_degree = np.array(arrays["base_degree"])
         self._owner_ptr = arrays["owner_ptr"]
         self._owner_entries = arrays["owner_entries"]
@@ -168,7 +177,7 @@ class BaseDeltaAdjacency:
         n = self.n_nodes
         order = np.lexsort((cols, rows))
         indptr = np.searchsorted(rows[order], np.arange(n + 1))
-        self._base = sp.csr_matrix((vals[order].astype(WEIGHT_DTYPE), cols[order], indptr), shape=(n, n))
+        self._base = _csr((vals[order].astype(WEIGHT_DTYPE), cols[order], indptr), shape=(n, n))
         position = np.empty(len(order), dtype=np.int64)
         position[order] = np.arange(len(order))
         by_owner = np.argsort(owner, kind="stable")

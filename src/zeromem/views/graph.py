@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..encoders.aliases import link_aliases
 from ..encoders.entities import normalize_title
@@ -24,6 +24,9 @@ from ..indexes.scope_index import Change, ScopeIndex
 from ..indexes.topk import top_indices
 from .adjacency import BaseDeltaAdjacency
 from .ppr import personalized_pagerank, push_pagerank
+
+if TYPE_CHECKING:  # scipy is imported where a graph is first built, not with the package
+    import scipy.sparse as sp
 
 # Only names take aliases ("mel" → "melanie"); a noun phrase is no nickname.
 ALIAS_LABELS = frozenset({"PERSON", "NAME"})

@@ -25,10 +25,14 @@ size of the graph. On a symmetric graph the result underestimates each node by a
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
 
 from .csr import row_slices
+
+if TYPE_CHECKING:  # the matrices arrive built; scipy is not imported with the package
+    import scipy.sparse as sp
 
 DEFAULT_DAMPING = 0.6
 DEFAULT_TOL = 1e-8

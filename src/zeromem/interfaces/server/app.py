@@ -29,6 +29,8 @@ from ...memory import Memory
 from ...types import Scope as MemoryScope
 from . import errors, timing
 from .auth import KeyAuth
+from .guard import RequestGuard, allowed_hosts
+from .headers import SecurityHeaders
 from .routes import caller, router
 
 _log = logging.getLogger("zeromem.server")
@@ -49,6 +51,9 @@ class ServerSettings:
     threads: int | None = None  # request threads (FastAPI's pool; None: its default of 40)
     preload: bool = False  # build every scope's in-memory index before /readyz says ready
     close_memory: bool = False  # close the Memory when the server stops (it owns it)
+    host: str = "127.0.0.1"  # the bound address: a Host the server answers to (guard.py)
+    allow_hosts: tuple[str, ...] = ()  # more Host names (--allow-host; "*": any)
+    allow_origins: tuple[str, ...] = ()  # web origins that may call the API (--allow-origin)
 
 
 def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAPI:
@@ -97,6 +102,9 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
     if STATIC_DIR.is_dir():
         app.mount("/", StaticFiles(directory=STATIC_DIR, html=True), name="inspector")
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(RequestGuard, hosts=allowed_hosts(settings.host, settings.allow_hosts),
+                       origins=settings.allow_origins)
+    app.add_middleware(SecurityHeaders)  # outermost: the guard's refusals carry them too
     return app
 
 
@@ -104,9 +112,10 @@ ENVIRONMENT = "ZEROMEM_SERVE"
 
 
 def app_from_environment() -> FastAPI:
-    """The app ``zeromem serve`` runs in each worker process: its options arrive as JSON in
-    ``$ZEROMEM_SERVE`` (a worker is started by uvicorn, not by the command that parsed them)."""
-    options = json.loads(os.environ[ENVIRONMENT])
+    """The app ``zeromem serve`` runs in each worker process: its options arrive as a JSON
+    file named in ``$ZEROMEM_SERVE`` (a worker is started by uvicorn, not by the command that
+    parsed them; cli_service.worker_options)."""
+    options = json.loads(Path(os.environ[ENVIRONMENT]).read_text(encoding="utf-8"))
     reader = None
     if options.get("reader_url"):
         from ...reader.openai_compat import OpenAICompatReader
@@ -116,7 +125,10 @@ def app_from_environment() -> FastAPI:
     settings = ServerSettings(require_auth=options["require_auth"], user=options.get("user"),
                               agent=options.get("agent"), max_body_bytes=options["max_body_bytes"],
                               reader=reader, threads=options.get("threads"), close_memory=True,
-                              preload=bool(options.get("preload")))
+                              preload=bool(options.get("preload")),
+                              host=options.get("host") or "127.0.0.1",
+                              allow_hosts=tuple(options.get("allow_hosts") or ()),
+                              allow_origins=tuple(options.get("allow_origins") or ()))
     return create_app(memory, settings)
 
 
@@ -158,6 +170,7 @@ class BodyLimit:
         seen = 0
         refused = False
         started = False
+        replaced = False
 
         async def limited_receive() -> Message:
             nonlocal seen, refused
@@ -170,18 +183,26 @@ class BodyLimit:
             return message
 
         async def tracked_send(message: Message) -> None:
-            nonlocal started
+            # A handler that caught the refusal itself (FastAPI turns any error while reading
+            # a body into 400 "error parsing the body") answers 413 all the same.
+            nonlocal started, replaced
+            if replaced:
+                return
             if message["type"] == "http.response.start":
+                if refused:
+                    replaced = True
+                    await _too_large(send, self.limit)
+                    return
                 started = True
             await send(message)
 
         try:
             await self.app(scope, limited_receive, tracked_send)
         except _BodyTooLarge:
-            if not started:
+            if not started and not replaced:
                 await _too_large(send, self.limit)
         except Exception:
-            if refused and not started:
+            if refused and not started and not replaced:
                 await _too_large(send, self.limit)
             else:
                 raise

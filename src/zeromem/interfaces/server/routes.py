@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import Discriminator, Tag
 
-from ...errors import InvalidInput
+from ...errors import InvalidInput, ZeromemError
 from ...memory import Memory
 from .auth import Caller
 from .errors import ApiError
@@ -172,7 +172,12 @@ def import_file(who: CallerDep, mem: MemoryDep, file: Annotated[UploadFile, File
         with path.open("wb") as out:
             while chunk := file.file.read(1 << 20):
                 out.write(chunk)
-        imported = mem.import_file(path, format=format, **_scope(who))
+        try:
+            imported = mem.import_file(path, format=format, **_scope(who))
+        except ZeromemError as exc:
+            # The message names the file: the one the client uploaded, not the server's copy.
+            message = str(exc).replace(str(path), file.filename or "the upload").replace(folder, ".")
+            raise type(exc)(message) from None
     return ImportOut(conversations=imported, traces=sum(len(ids) for ids in imported.values()))
 
 
@@ -280,6 +285,9 @@ def _json_object(text: str, name: str) -> dict[str, Any]:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"{name} must be a JSON object: {exc}") from None
+    except RecursionError:  # the parser recurses once per nested array or object
+        raise InvalidInput(f"{name} is nested too deeply to read: metadata filters are "
+                           "flat {\"key\": value} objects") from None
     if not isinstance(value, dict):
         raise InvalidInput(f"{name} must be a JSON object, got {type(value).__name__}")
     return value

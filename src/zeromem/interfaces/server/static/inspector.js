@@ -54,6 +54,8 @@
     for (const [name, value] of Object.entries(props || {})) {
       if (value === null || value === undefined || value === false) continue;
       if (name === 'class') node.setAttribute('class', value);
+      // through the CSSOM: the page's Content-Security-Policy refuses style attributes
+      else if (name === 'style') node.style.cssText = String(value);
       else if (name === 'text') node.textContent = String(value);
       else if (name.startsWith('on') && typeof value === 'function') {
         node.addEventListener(name.slice(2), value);
@@ -169,14 +171,21 @@
   }
 
   // -- key and connection ---------------------------------------------------------------
+  // The key lives in this tab (sessionStorage: gone when the tab closes) unless the user ticks
+  // "Remember": only then in localStorage, where every later visit of this browser finds it.
   function storedKey() {
-    try { return localStorage.getItem(KEY_STORAGE) || ''; } catch (_) { return ''; }
+    try {
+      const remembered = localStorage.getItem(KEY_STORAGE);
+      if (remembered) return { key: remembered, remember: true };
+      return { key: sessionStorage.getItem(KEY_STORAGE) || '', remember: false };
+    } catch (_) { return { key: '', remember: false }; }
   }
 
-  function storeKey(key) {
+  function storeKey(key, remember) {
     try {
-      if (key) localStorage.setItem(KEY_STORAGE, key);
-      else localStorage.removeItem(KEY_STORAGE);
+      localStorage.removeItem(KEY_STORAGE);
+      sessionStorage.removeItem(KEY_STORAGE);
+      if (key) (remember ? localStorage : sessionStorage).setItem(KEY_STORAGE, key);
     } catch (_) { /* storage disabled: the key lives for this page only */ }
   }
 
@@ -221,7 +230,7 @@
       const who = await api('GET', 'v1/whoami');
       if (gen !== state.gen) return;
       renderScope(who);
-      storeKey(key);  // only a key that worked replaces the stored one
+      storeKey(key, $('key-remember').checked);  // only a key that worked replaces the stored one
       state.connected = true;
       $('refresh').disabled = false;
       await refresh();
@@ -820,7 +829,9 @@
 
   // -- wiring ---------------------------------------------------------------------------
   function init() {
-    $('api-key').value = storedKey();
+    const stored = storedKey();
+    $('api-key').value = stored.key;
+    $('key-remember').checked = stored.remember;
     $('key-form').addEventListener('submit', (event) => { event.preventDefault(); connect(false); });
     $('key-show').addEventListener('click', () => {
       const input = $('api-key');
@@ -831,7 +842,8 @@
     });
     $('key-forget').addEventListener('click', () => {
       $('api-key').value = '';
-      storeKey('');
+      $('key-remember').checked = false;
+      storeKey('', false);
       state.key = '';
       state.gen += 1;
       resetView();

@@ -1,0 +1,42 @@
+"""The optional parts of the install (pyproject.toml's extras) and what a command needs of them.
+
+A command whose extra is missing fails before it starts, with ``error: ...`` naming the extra
+and the command that installs it (exit code 2 through ``cli_common.friendly``), never with an
+ImportError traceback from deep inside a module. Checking costs a ``find_spec`` per module:
+nothing is imported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from ..errors import ZeromemError
+
+# extra → (the modules it provides, what it is for). The distributions are in pyproject.toml.
+EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
+    "server": (("fastapi", "uvicorn", "multipart"), "the REST server and web inspector"),
+    "mcp": (("mcp",), "the MCP server"),
+    "postgres": (("psycopg", "psycopg_pool"), "the PostgreSQL store"),
+    "bench": (("rich", "matplotlib", "hypothesis", "httpx", "usearch", "fastapi", "uvicorn", "mcp"),
+              "the benchmarks"),
+    "torch": (("torch", "sentence_transformers"), "sentence-transformers models on torch"),
+}
+
+
+class MissingExtra(ZeromemError):
+    """A command needs an extra that is not installed."""
+
+
+def missing_modules(extra: str) -> list[str]:
+    """The modules of ``extra`` that cannot be imported here (empty when it is installed)."""
+    modules, _ = EXTRAS[extra]
+    return [name for name in modules if importlib.util.find_spec(name) is None]
+
+
+def require(extra: str, command: str) -> None:
+    """Raise MissingExtra unless every module of ``extra`` is installed."""
+    missing = missing_modules(extra)
+    if missing:
+        purpose = EXTRAS[extra][1]
+        raise MissingExtra(f"`{command}` needs the {extra} extra ({purpose}), which is not installed "
+                           f"(missing: {', '.join(missing)}): pip install 'zeromem[{extra}]'")

