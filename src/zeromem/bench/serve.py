@@ -204,6 +204,16 @@ def process_tree_cpu_s(pid: int) -> float:
     return total
 
 
+def request_body(rng: random.Random, write: bool, number: int, sent: int, texts: list[str],
+                 questions: list[str], k: int, run_tag: str) -> tuple[str, dict[str, Any]]:
+    """Client ``number``'s request ``sent``: a write (one of the texts, marked, into the
+    client's own session of this run) or a search (one of the questions)."""
+    if write:
+        return "/v1/traces", {"text": f"{rng.choice(texts)} [w{number}-{sent}]",
+                              "session": f"live-{run_tag}-{number}", "speaker": f"client{number}"}
+    return "/v1/search", {"query": rng.choice(questions), "k": k, "why": False}
+
+
 # -- load --------------------------------------------------------------------------------------
 async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: list[str],
                   questions: list[str], texts: list[str], write_share: float, deadline: float,
@@ -226,12 +236,7 @@ async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: 
         port = ports[(number + sent) % len(ports)]
         sent += 1
         write = rng.random() < write_share
-        body: dict[str, Any]
-        if write:
-            path, body = "/v1/traces", {"text": f"{rng.choice(texts)} [w{number}-{sent}]",
-                                        "session": f"live-{run_tag}-{number}", "speaker": f"client{number}"}
-        else:
-            path, body = "/v1/search", {"query": rng.choice(questions), "k": k, "why": False}
+        path, body = request_body(rng, write, number, sent, texts, questions, k, run_tag)
         start = time.perf_counter()
         try:
             response = await http.post(f"http://127.0.0.1:{port}{path}", json=body, headers=headers)

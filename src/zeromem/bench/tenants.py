@@ -61,6 +61,7 @@ from .serve import (
     _is_url,
     _kill_tree,
     _percentiles,
+    request_body,
     server_timing,
     start_server,
     wait_ready,
@@ -276,12 +277,7 @@ async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: 
         worker = rng.randrange(len(ports))
         sent += 1
         write = rng.random() < write_share
-        body: dict[str, Any]
-        if write:
-            path, body = "/v1/traces", {"text": f"{rng.choice(texts)} [w{number}-{sent}]",
-                                        "session": f"live-{run_tag}-{number}", "speaker": f"client{number}"}
-        else:
-            path, body = "/v1/search", {"query": rng.choice(questions), "k": k, "why": False}
+        path, body = request_body(rng, write, number, sent, texts, questions, k, run_tag)
         cold = not write and (worker, scope) not in run.searched
         if not write:
             run.searched.add((worker, scope))
