@@ -33,8 +33,8 @@ READER = "zeromem.reader"
 COUNTER_NAMES = ("usage", "LLMUsage", "assert_no_llm_calls")
 # Packages above the memory layers that may call the reader after memory has answered.
 CONSUMERS = ("bench", "interfaces", "agent.py")
-# Files whose HTTP client only ever talks to zeromem's own server (the serve load test).
-HTTP_TO_OWN_SERVER = ("bench/serve.py",)
+# Files whose HTTP client only ever talks to zeromem's own server (the serve and tenants load tests).
+HTTP_TO_OWN_SERVER = ("bench/serve.py", "bench/tenants.py")
 
 
 def _module_name(path: Path, root: Path) -> str:

@@ -454,6 +454,63 @@ def serve_command(
         raise typer.Exit(1)
 
 
+@bench_app.command("tenants")
+def tenants_command(
+    data: Annotated[Path | None, typer.Option(
+        "--data", metavar="FILE", help="one LoCoMo conversation: replicated into every scope, its "
+        "questions searched, its texts written (default ../shared/data/locomo/30.json)")] = None,
+    db: Annotated[str | None, typer.Option("--db", metavar="PATH|URL", help="store to fill (resumably, in "
+        "place) and serve: a SQLite file or a postgresql:// URL (default: a temp file, or --cache-dir)")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(
+        "--cache-dir", metavar="DIR", help="keep the filled SQLite store here (keyed by data and sizes); "
+        "each run serves a copy")] = None,
+    scopes: Annotated[int, typer.Option("--scopes", min=1, help="scopes (tenants), one API key each")] = 2000,
+    traces: Annotated[int, typer.Option("--traces", min=1, help="traces in all: scopes are made "
+        "--large until the sizes reach it")] = 1_000_000,
+    small: Annotated[str, typer.Option("--small", metavar="MIN-MAX",
+                                       help="most scopes' size in turns, log-uniform")] = "50-500",
+    large: Annotated[int, typer.Option("--large", min=1, help="the large scopes' size in turns")] = 20_000,
+    seconds: Annotated[float, typer.Option("--seconds", min=1.0)] = 300.0,
+    clients: Annotated[int, typer.Option("--clients", min=1, help="concurrent HTTP clients")] = 50,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="zeromem serve processes")] = 2,
+    threads: Annotated[int, typer.Option("--threads", min=1, help="request threads per process")] = 4,
+    index_cache_mb: Annotated[int, typer.Option("--index-cache-mb", min=1,
+                                                help="each worker's index cache budget")] = 1024,
+    write_share: Annotated[float, typer.Option("--write-share", min=0.0, max=1.0)] = 0.2,
+    zipf: Annotated[float, typer.Option("--zipf", min=0.0, help="Zipf exponent of scope popularity")] = 1.1,
+    seed: Annotated[int, typer.Option("--seed", help="seeds the sizes and the access order")] = 0,
+    sample_s: Annotated[float, typer.Option("--sample-s", min=0.05, help="RSS sampling interval")] = 1.0,
+    fill_only: Annotated[bool, typer.Option("--fill-only", help="fill (--db or --cache-dir) and stop")] = False,
+    k: K = 10,
+    json_out: JsonOut = None,
+    plot_out: Annotated[Path | None, typer.Option("--plot", metavar="OUT.png",
+                                                     help="draw RSS and latency over time")] = None,
+    progress: Progress = True,
+) -> None:
+    """Many tenants of heavy-tailed sizes behind real servers: per-worker RSS over time, cold
+    and cached search latency, evictions, isolation, durability. Exit 1 on any error,
+    cross-scope result or lost acknowledged write."""
+    from .stream import default_data
+    from .tenants import failed, run
+
+    try:
+        low, _, high = small.partition("-")
+        bounds = (int(low), int(high or low))
+        document = run(data if data is not None else default_data(), scopes=scopes, traces=traces,
+                       small=bounds, large=large, seconds=seconds, clients=clients, workers=workers,
+                       threads=threads, index_cache_mb=index_cache_mb, db=db, cache_dir=cache_dir,
+                       write_share=write_share, zipf=zipf, k=k, seed=seed, sample_s=sample_s,
+                       json_out=json_out, plot_out=plot_out, progress=progress, fill_only=fill_only)
+    except (ZeromemError, FileNotFoundError, ValueError, RuntimeError) as exc:
+        _fail(str(exc))
+    if json_out is not None:
+        typer.echo(f"wrote {json_out}")
+    if plot_out is not None and not fill_only:
+        typer.echo(f"wrote {plot_out}")
+    if not fill_only and failed(document):
+        raise typer.Exit(1)
+
+
 @bench_app.command("fuzz")
 def fuzz_command(
     cases: Annotated[int, typer.Option("--cases", min=1, help="generated cases per surface")] = 10_000,

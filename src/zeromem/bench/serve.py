@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ class Tally:
     unacknowledged_writes: int = 0  # writes whose answer was lost to the kill
     acknowledged: dict[int, list[str]] = field(default_factory=dict)
     seen: dict[int, set[str]] = field(default_factory=dict)
+    stages: dict[str, dict[str, list[float]]] = field(default_factory=lambda: {"search": {}, "write": {}})
 
 
 # -- setup -------------------------------------------------------------------------------------
@@ -108,11 +110,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(db: str | Path, port: int, threads: int, workers: int = 1) -> subprocess.Popen:
+def start_server(db: str | Path, port: int, threads: int, workers: int = 1, *, preload: bool = True,
+                 extra: Sequence[str] = ()) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     return subprocess.Popen([sys.executable, "-m", "zeromem.interfaces.cli", "serve", "--db", str(db),
                              "--port", str(port), "--threads", str(threads), "--workers", str(workers),
-                             "--preload"],
+                             *(["--preload"] if preload else []), *extra],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)  # a process group: killed with its workers
 
@@ -142,6 +145,75 @@ def _kill_tree(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+def server_timing(header: str | None) -> dict[str, float]:
+    """``Server-Timing: auth;dur=0.1, search;dur=12.5`` → {"auth": 0.1, "search": 12.5} (ms)."""
+    found: dict[str, float] = {}
+    for part in (header or "").split(","):
+        name, _, params = part.strip().partition(";")
+        for param in params.split(";"):
+            key, _, value = param.strip().partition("=")
+            if key == "dur" and name:
+                with contextlib.suppress(ValueError):
+                    found[name] = float(value)
+    return found
+
+
+WORK_STAGES = ("auth", "store", "derive", "search")
+
+
+def record_stages(sink: dict[str, list[float]], client_ms: float, stages: dict[str, float]) -> None:
+    """One response's stages (ms), plus ``http``: the app's time outside the timed stages
+    (routing, validation, the thread-pool hop, serializing), and ``outside_app``: the client's
+    latency beyond the app (uvicorn, the socket, the client's own event loop)."""
+    if "app" not in stages:
+        return
+    for name, value in stages.items():
+        sink.setdefault(name, []).append(value)
+    sink.setdefault("http", []).append(stages["app"] - sum(stages.get(name, 0.0) for name in WORK_STAGES))
+    sink.setdefault("cpu", []).append(sum(stages.get(f"{name}-cpu", 0.0) for name in WORK_STAGES))
+    sink.setdefault("outside_app", []).append(client_ms - stages["app"])
+    sink.setdefault("client", []).append(client_ms)
+
+
+def stage_breakdown(stages: dict[str, list[float]], requests: int) -> dict[str, dict[str, float | None]]:
+    """Mean ms per request (over every timed request, 0 where a stage was not used), p50/p95
+    over the requests that used the stage."""
+    out: dict[str, dict[str, float | None]] = {}
+    for name, values in stages.items():
+        row = _percentiles(values)
+        out[name] = {"mean_per_request": round(sum(values) / requests, 2) if requests else None,
+                     "n": row["n"], "p50": row["p50"], "p95": row["p95"]}
+    return out
+
+
+def process_tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` and its live descendants
+    (a server's worker processes); 0 for what cannot be read (gone, not Linux)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14, 15)
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending.extend(int(c) for c in (task / "children").read_text().split())
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def request_body(rng: random.Random, write: bool, number: int, sent: int, texts: list[str],
+                 questions: list[str], k: int, run_tag: str) -> tuple[str, dict[str, Any]]:
+    """Client ``number``'s request ``sent``: a write (one of the texts, marked, into the
+    client's own session of this run) or a search (one of the questions)."""
+    if write:
+        return "/v1/traces", {"text": f"{rng.choice(texts)} [w{number}-{sent}]",
+                              "session": f"live-{run_tag}-{number}", "speaker": f"client{number}"}
+    return "/v1/search", {"query": rng.choice(questions), "k": k, "why": False}
+
+
 # -- load --------------------------------------------------------------------------------------
 async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: list[str],
                   questions: list[str], texts: list[str], write_share: float, deadline: float,
@@ -164,12 +236,7 @@ async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: 
         port = ports[(number + sent) % len(ports)]
         sent += 1
         write = rng.random() < write_share
-        body: dict[str, Any]
-        if write:
-            path, body = "/v1/traces", {"text": f"{rng.choice(texts)} [w{number}-{sent}]",
-                                        "session": f"live-{run_tag}-{number}", "speaker": f"client{number}"}
-        else:
-            path, body = "/v1/search", {"query": rng.choice(questions), "k": k, "why": False}
+        path, body = request_body(rng, write, number, sent, texts, questions, k, run_tag)
         start = time.perf_counter()
         try:
             response = await http.post(f"http://127.0.0.1:{port}{path}", json=body, headers=headers)
@@ -188,6 +255,8 @@ async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: 
             tally.errors.append(f"{path}: {response.status_code} {response.text[:200]}")
             continue
         payload = response.json()
+        record_stages(tally.stages["write" if write else "search"], elapsed,
+                      server_timing(response.headers.get("server-timing")))
         if write:
             tally.latencies["write"].append(elapsed)
             tally.acknowledged.setdefault(scope, []).extend(payload["ids"])
@@ -220,7 +289,9 @@ async def load(ports: list[int], keys: list[str], questions: list[str], texts: l
     report: dict[str, Any] = {}
     run_tag = time.strftime("%Y%m%d%H%M%S")
     down = asyncio.Event()
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    # Idle connections are dropped before uvicorn's 5 s keep-alive timeout closes them: reusing one
+    # the server is closing at that moment fails with ReadError (a client race, not a server error).
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients, keepalive_expiry=2.0)
     async with httpx.AsyncClient(timeout=60.0, limits=limits) as http:
         start = time.perf_counter()
         deadline = start + seconds
@@ -274,10 +345,13 @@ def run(data: Path, *, db: str | Path | None, scopes: int, per_scope: int, serve
         # --preload: ready means every scope's index is built, in every worker
         ready_s = max(wait_ready(port, times=8 * workers) for port in ports)
         before = {scope: stored_ids(ports[0], key) for scope, key in enumerate(prepared["keys"])}
+        cpu_before = (sum(process_tree_cpu_s(proc.pid) for proc in procs), time.process_time())
         tally, report = asyncio.run(load(ports, prepared["keys"], questions, texts, clients=clients,
                                          seconds=seconds, write_share=write_share, k=k, procs=procs,
                                          db=target, threads=threads, workers=workers,
                                          kill_at=kill_at, rate=rate))
+        cpu = (sum(process_tree_cpu_s(proc.pid) for proc in procs) - cpu_before[0],
+               time.process_time() - cpu_before[1])
         final = {scope: stored_ids(ports[0], key) for scope, key in enumerate(prepared["keys"])}
     finally:
         for proc in procs:
@@ -305,6 +379,12 @@ def run(data: Path, *, db: str | Path | None, scopes: int, per_scope: int, serve
         "search_ms": _percentiles(tally.latencies["search"]),
         "write_ms": _percentiles(tally.latencies["write"]),
         "all_ms": _percentiles(tally.latencies["search"] + tally.latencies["write"]),
+        "server_timing_ms": {kind: stage_breakdown(stages, len(stages.get("client", ())))
+                             for kind, stages in tally.stages.items()},
+        "server_cpu_s": round(cpu[0], 1), "client_cpu_s": round(cpu[1], 1),
+        "server_cpu_ms_per_request": round(cpu[0] * 1000 / done, 2) if done else None,
+        "client_cpu_ms_per_request": round(cpu[1] * 1000 / done, 2) if done else None,
+        "machine_load_1min": round(os.getloadavg()[0], 2),
         "statuses": tally.statuses, "errors": len(tally.errors), "error_samples": tally.errors[:5],
         "refused_while_restarting": tally.down_failures,
         "unanswered_writes_in_restart": tally.unacknowledged_writes,
@@ -324,7 +404,7 @@ def failed(document: dict[str, Any]) -> bool:
 
 
 def print_table(document: dict[str, Any], console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or Console(width=None if sys.stdout.isatty() else 160)
     offered = f"{document['offered_rps']:.0f} req/s offered" if document["offered_rps"] else "closed loop"
     title = (f"bench serve: {document['clients']} clients ({offered}), {document['seconds']:.0f} s, "
              f"{document['servers']} server(s) × {document['workers']} process(es), {document['scopes']} scopes × "
@@ -337,12 +417,33 @@ def print_table(document: dict[str, Any], console: Console | None = None) -> Non
         table.add_row(name, *(str(row[key]) if row[key] is not None else "-"
                               for key in ("n", "p50", "p95", "p99", "max")))
     console.print(table)
+    print_breakdown(document["server_timing_ms"], console)
     checks = Table(title="checks")
     checks.add_column("")
     checks.add_column("value", justify="right")
-    for key in ("throughput_rps", "errors", "cross_scope_results", "acknowledged_writes",
+    for key in ("throughput_rps", "server_cpu_ms_per_request", "client_cpu_ms_per_request",
+                "machine_load_1min", "errors", "cross_scope_results", "acknowledged_writes",
                 "acknowledged_missing", "stored_beyond_acknowledged",
                 "unanswered_writes_in_restart", "refused_while_restarting", "restart_s", "ready_s", "fill_s",
                 "llm_calls"):
         checks.add_row(key, str(document[key]))
     console.print(checks)
+
+
+def print_breakdown(breakdown: dict[str, dict[str, dict[str, float | None]]], console: Console) -> None:
+    """Mean ms per request in each stage (the server's Server-Timing header), per kind."""
+    names = [n for n in ("client", "outside_app", "app", "http", "before", "after", *WORK_STAGES, "prepare",
+                         "cpu", *(f"{stage}-cpu" for stage in WORK_STAGES))
+             if any(n in stages for stages in breakdown.values())]
+    if not names:
+        return
+    table = Table(title="where a request's time goes: mean ms per request (Server-Timing; "
+                        "http = app - auth - store - derive - search, of which before and after the "
+                        "handler's store/search call; prepare is part of search; *-cpu: CPU of the "
+                        "thread in that stage, cpu: their sum)")
+    table.add_column("")
+    for name in names:
+        table.add_column(name, justify="right")
+    for kind, stages in breakdown.items():
+        table.add_row(kind, *(str(stages[n]["mean_per_request"]) if n in stages else "0" for n in names))
+    console.print(table)

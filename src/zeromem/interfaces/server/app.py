@@ -28,11 +28,11 @@ from ...config import Config
 from ...memory import Memory
 from ...retrieval.snapshots import limit_malloc_arenas
 from ...types import Scope as MemoryScope
-from . import errors
+from . import errors, timing
 from .auth import KeyAuth
 from .guard import RequestGuard, allowed_hosts
 from .headers import SecurityHeaders
-from .routes import router
+from .routes import caller, router
 
 _log = logging.getLogger("zeromem.server")
 STATIC_DIR = Path(__file__).with_name("static")
@@ -87,6 +87,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
                              default_scope=MemoryScope(settings.user, settings.agent))
     errors.install(app)
     app.include_router(router)
+    timing.install(app, memory, caller)
 
     @app.get("/healthz", tags=["health"], summary="The process is up")
     def healthz() -> dict[str, str]:
