@@ -138,6 +138,16 @@ def wait_ready(port: int, timeout_s: float = 180.0, times: int = 1) -> float:
     raise RuntimeError(f"the server on port {port} did not become ready in {timeout_s:.0f} s")
 
 
+def stop_servers(procs: list[subprocess.Popen]) -> None:
+    """Stop the servers (SIGTERM, then the whole process tree after 30 s)."""
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            _kill_tree(proc)
+
+
 def _kill_tree(proc: subprocess.Popen) -> None:
     """SIGKILL a server and its worker processes (its own process group; see start_server)."""
     with contextlib.suppress(ProcessLookupError):
@@ -354,12 +364,7 @@ def run(data: Path, *, db: str | Path | None, scopes: int, per_scope: int, serve
                time.process_time() - cpu_before[1])
         final = {scope: stored_ids(ports[0], key) for scope, key in enumerate(prepared["keys"])}
     finally:
-        for proc in procs:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                _kill_tree(proc)
+        stop_servers(procs)
     acknowledged = {scope: set(ids) for scope, ids in tally.acknowledged.items()}
     missing = sum(len(ids - final[scope]) for scope, ids in acknowledged.items())
     expected = {scope: len(before[scope]) + len(acknowledged.get(scope, ())) for scope in final}

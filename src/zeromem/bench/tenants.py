@@ -37,7 +37,6 @@ import dataclasses
 import json
 import math
 import random
-import subprocess
 import sys
 import tempfile
 import threading
@@ -59,11 +58,11 @@ from .serve import (
     _backend,
     _free_port,
     _is_url,
-    _kill_tree,
     _percentiles,
     request_body,
     server_timing,
     start_server,
+    stop_servers,
     wait_ready,
 )
 from .stream import _conversation, _copy_db, _file_digest, _file_mb, _remove_db, fill_drafts, questions_of
@@ -464,12 +463,7 @@ def run(data: Path, *, scopes: int = 2000, traces: int = 1_000_000, small: tuple
                                      k=k, zipf=zipf, seed=seed, sample_s=sample_s))
             wall_s = time.perf_counter() - started
         finally:
-            for proc in procs:
-                proc.terminate()
-                try:
-                    proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    _kill_tree(proc)
+            stop_servers(procs)
         checks = check_store(target, tally)
         if not _is_url(target) and db is None:
             _remove_db(Path(target))
