@@ -48,6 +48,7 @@ NOT_RANKING = {
     "SAMPLE": "retrieval/footprint.py: as above",
     "TRIM_AFTER_EVICTED": "retrieval/scopes.py: how often freed heap memory is returned to the OS",
     "BYTES_PER_TURN": "retrieval/scopes.py: room made before a scope is loaded (eviction, not ranking)",
+    "LOAD_PEAK": "retrieval/scopes.py: as above",
     "M_ARENA_MAX": "retrieval/snapshots.py: glibc's mallopt parameter number",
 }
 NOT_RANKING_FIELDS = {

@@ -41,6 +41,7 @@ _log = logging.getLogger("zeromem")
 TRIM_EVERY = 50  # updates between returning freed heap memory to the OS (~0.3 ms each)
 TRIM_AFTER_EVICTED = 32 << 20  # ... and evicted bytes between two such returns
 BYTES_PER_TURN = 16 << 10  # a scope's expected index size per trace, until the cache has measured one
+LOAD_PEAK = 2  # loading an index holds about its size again in transient bytes (snapshot blobs, temporaries)
 LOCK_STRIPES = 256
 
 
@@ -141,8 +142,10 @@ class ScopeIndexes:
             if current and self.encoders.check(EMBEDDER) is None:
                 check_fingerprint(self.store, scope, self.encoders.fingerprint)
             if prep is None:
-                # Room first: the scope's arrays are then never built on top of a full budget.
-                self._cache.make_room(self.store.count(scope) * self._cache.bytes_per_slot(BYTES_PER_TURN))
+                # Room first, for the index and for what loading it holds at the same time (the
+                # snapshot's bytes, a build's temporaries): never built on top of a full budget.
+                expected = self.store.count(scope) * self._cache.bytes_per_slot(BYTES_PER_TURN)
+                self._cache.make_room(LOAD_PEAK * expected)
                 self._trim_after_evictions()
                 prep = snapshots.load(self.store, scope)
                 self._forget_overlay(scope)
