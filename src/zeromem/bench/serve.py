@@ -74,18 +74,27 @@ def fill(db: str | Path, data: Path, scopes: int, per_scope: int, progress: bool
                                  disable=not progress, dynamic_ncols=True) as bar:
         for index in range(scopes):
             user = USER.format(index)
-            if mem.store.count(Scope(user, None)) < per_scope:
-                mem.delete_scope(user=user)
-                for batch in fill_drafts(conversation.drafts, per_scope):
-                    mem.add_many(batch, user=user)
-                    bar.update(len(batch))
+            if fill_scope(mem, user, conversation.drafts, per_scope, bar):
                 mem.index(user=user)
-            else:
-                bar.update(per_scope)
             key_id, key, key_hash = new_api_key()
             mem.store.add_api_key(key_id, key_hash, Scope(user, None), "bench serve")
             keys.append(key)
     return {"keys": keys, "fill_s": round(time.perf_counter() - start, 1)}
+
+
+def fill_scope(mem: Any, user: str, drafts: Sequence[dict[str, Any]], size: int, bar: Any) -> bool:
+    """Make scope ``user`` hold ``size`` replica traces; a scope that holds them already is kept
+    (a rerun on the same store skips it). Returns whether it was written."""
+    from ..types import Scope
+
+    if mem.store.count(Scope(user, None)) >= size:
+        bar.update(size)
+        return False
+    mem.delete_scope(user=user)
+    for batch in fill_drafts(drafts, size):
+        mem.add_many(batch, user=user)
+        bar.update(len(batch))
+    return True
 
 
 def _is_url(db: str | Path) -> bool:

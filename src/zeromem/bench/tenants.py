@@ -59,13 +59,14 @@ from .serve import (
     _free_port,
     _is_url,
     _percentiles,
+    fill_scope,
     request_body,
     server_timing,
     start_server,
     stop_servers,
     wait_ready,
 )
-from .stream import _conversation, _copy_db, _file_digest, _file_mb, _remove_db, fill_drafts, questions_of
+from .stream import _conversation, _copy_db, _file_digest, _file_mb, _remove_db, questions_of
 
 USER = "tenant-{:05d}"
 SIZE_BUCKETS = ((0, 150), (151, 500), (501, 5000), (5001, 10**9))
@@ -143,14 +144,8 @@ def fill(target: str | Path, data: Path, sizes: Sequence[int], progress: bool = 
                   dynamic_ncols=True, smoothing=0.05) as bar:
             for index, size in enumerate(sizes):
                 user = USER.format(index)
-                if mem.store.count(Scope(user, None)) < size:
-                    mem.delete_scope(user=user)
-                    for batch in fill_drafts(conversation.drafts, size):
-                        mem.add_many(batch, user=user)
-                        bar.update(len(batch))
+                if fill_scope(mem, user, conversation.drafts, size, bar):
                     written += size
-                else:
-                    bar.update(size)
                 mem.index(user=user)  # derives, and writes the scope's snapshot where due
                 key_id, key, key_hash = new_api_key()
                 mem.store.add_api_key(key_id, key_hash, Scope(user, None), "bench tenants")

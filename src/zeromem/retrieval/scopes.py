@@ -78,7 +78,7 @@ class ScopeIndexes:
 
     def held_scopes(self) -> list[Scope]:
         """The scopes held in memory."""
-        return [Scope(key[0] or None, key[1] or None) for key in self._cache.held_keys()]
+        return [_scope_of(key) for key in self._cache.held_keys()]
 
     def expiring(self, scope: Scope) -> dict[int, Any]:
         """``store.expiring(scope)``, read again only when the scope's version moved."""
@@ -179,7 +179,7 @@ class ScopeIndexes:
         then reads arrays instead of re-deriving it). Runs in the thread of the search that made
         room, which holds another scope's lock: the dropped scope's lock is only tried, never
         waited for (two such threads would otherwise wait on each other)."""
-        scope = Scope(key[0] or None, key[1] or None)
+        scope = _scope_of(key)
         self._expiring.pop(key, None)
         lock = self.lock(scope)
         if lock.acquire(blocking=False):
@@ -232,6 +232,11 @@ class ScopeIndexes:
     def _forget_overlay(self, scope: Scope) -> None:
         self._overlays.pop(scope.key, None)
         self._overlay_version.pop(scope.key, None)
+
+
+def _scope_of(key: tuple[str, str]) -> Scope:
+    """The scope a cache key (``Scope.key``: empty strings for no user / agent) stands for."""
+    return Scope(key[0] or None, key[1] or None)
 
 
 def _vector(blob: bytes) -> np.ndarray:
