@@ -38,9 +38,8 @@ def filled(db_path):
 # -- render: the budget is a bound ------------------------------------------------------------------
 def _evidence(index: int) -> Evidence:
     tid = f"t{index:08d}"
-    return Evidence(f"message number {index} about the trip", (tid,),
-                    (Provenance(tid, f"session-{index}", "Ana", f"2023-05-0{index % 9 + 1}T10:00:00", None, 0),),
-                    1.0 - index / 100)
+    return Evidence(tid, f"message number {index} about the trip", 1.0 - index / 100,
+                    Provenance(tid, f"session-{index}", "Ana", f"2023-05-0{index % 9 + 1}T10:00:00", None, 0))
 
 
 def test_render_never_goes_over_its_budget_with_captions_and_headers():

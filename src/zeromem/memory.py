@@ -337,7 +337,7 @@ class Memory:
         head = f"{ACTIVE_HEADING}\n{active.text}\n\n{EVIDENCE_HEADING}\n" if entries and active else ""
         shown = {e.trace_id for e in entries}
         rest = None if budget_tokens is None else budget_tokens - count_budget_tokens(head)
-        evidence = [ev for ev in result.evidence if ev.trace_ids[0] not in shown]
+        evidence = [ev for ev in result.evidence if ev.trace_id not in shown]
         rendered = (self.render(evidence, budget_tokens=rest, user=user, agent=agent)
                     if rest is None or rest > 0 else RenderedContext("", (), 0))
         text = head + rendered.text

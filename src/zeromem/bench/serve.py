@@ -282,7 +282,7 @@ async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: 
         else:
             tally.latencies["search"].append(elapsed)
             tally.seen.setdefault(scope, set()).update(
-                tid for ev in payload["evidence"] for tid in ev["trace_ids"])
+                ev["trace_id"] for ev in payload["evidence"])
 
 
 async def _killer(procs: list[subprocess.Popen], ports: list[int], db: str | Path, threads: int,

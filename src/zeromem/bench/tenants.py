@@ -294,7 +294,7 @@ async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: 
             run.acknowledged.setdefault(scope, []).extend(payload["ids"])
         else:
             run.seen.setdefault(scope, set()).update(
-                tid for ev in payload["evidence"] for tid in ev["trace_ids"])
+                ev["trace_id"] for ev in payload["evidence"])
 
 
 def _sampler(pids: list[int], ports: list[int], key: str, started: float, stop: threading.Event,

@@ -56,9 +56,9 @@ def _when(time: str | None) -> str:
 
 def _print_evidence(result: SearchResult, *, show_why: bool = False) -> None:
     for rank, ev in enumerate(result.evidence, 1):
-        p = ev.provenance[0]
+        p = ev.provenance
         source = f" {safe(p.source_id)}" if p.source_id else ""
-        typer.echo(f"{rank:>2}. [{ev.trace_ids[0]}{source} | {safe(p.session)} | {_when(p.time)} | "
+        typer.echo(f"{rank:>2}. [{ev.trace_id}{source} | {safe(p.session)} | {_when(p.time)} | "
                    f"{safe(p.speaker)}] {safe(ev.text)}")
         for note in ev.annotations:
             typer.echo(f"      ↳ {safe(note)}")
@@ -117,7 +117,7 @@ def _evidence_verdict(question: LocomoQuestion, result: SearchResult) -> tuple[s
     """("found D1:5, missed D2:3 (partial)", 0 miss / 1 partial / 2 hit) for one question."""
     if not question.evidence:
         return "no expected evidence listed", -1
-    shown = {p.source_id for ev in result.evidence for p in ev.provenance if p.source_id}
+    shown = {ev.provenance.source_id for ev in result.evidence if ev.provenance.source_id}
     found = [e for e in question.evidence if e in shown]
     missed = [e for e in question.evidence if e not in shown]
     level = 2 if not missed else 1 if found else 0

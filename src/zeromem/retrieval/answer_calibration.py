@@ -63,7 +63,7 @@ def calibrate_answer(answer: str, question: str, evidence: list[Evidence]) -> Ca
             text = "Yes" + text[len(text.split()[0]):]
         elif lead in ("no", "nope", "false"):
             text = "No" + text[len(text.split()[0]):]
-    blobs = [(ev.trace_ids[0], _evidence_blob(ev)) for ev in evidence]
+    blobs = [(ev.trace_id, _evidence_blob(ev)) for ev in evidence]
     if kind == "list":
         items = [i.strip() for i in re.split(r",|;|\band\b", text) if i.strip()]
         kept = [i for i in items if _supported(i, blobs)]
@@ -93,7 +93,7 @@ def _normalize_date(text: str, evidence: list[Evidence]) -> tuple[str, str | Non
         anchor = parse_anchor(ev.time)
         spans = resolve_relative(text, anchor)
         if spans:
-            return spans[0].label(), f"resolved '{spans[0].surface}' against {ev.trace_ids[0]}"
+            return spans[0].label(), f"resolved '{spans[0].surface}' against {ev.trace_id}"
     return text, None
 
 

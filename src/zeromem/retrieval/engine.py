@@ -275,8 +275,8 @@ class Engine:
                                 trace.event_time or trace.session_time, trace.source_id, trace.seq)
         notes = tuple(f"{s.surface} = {s.label()}" for s in prep.annotations.get(node, []))
         newer = superseded.get(node)
-        return Evidence(text=trace.text, trace_ids=(trace.id,), provenance=(provenance,),
-                        score=round(score, 6), level="turn", why={"reason": reason, **why},
+        return Evidence(trace_id=trace.id, text=trace.text, score=round(score, 6), provenance=provenance,
+                        why={"reason": reason, **why},
                         annotations=notes,
                         superseded_by=prep.trace(newer).id if newer is not None else None)
 

@@ -58,13 +58,13 @@ def render(evidence: list[Evidence], *, budget_tokens: int | None = None,
 
 def _text(ev: Evidence, captions: dict[str, tuple[str, ...]]) -> str:
     text = _line(ev)
-    for caption in captions.get(ev.trace_ids[0], ()):
+    for caption in captions.get(ev.trace_id, ()):
         text += f" [image: {caption}]"
     return text
 
 
 def _block(admitted: list[Evidence], captions: dict[str, tuple[str, ...]]) -> str:
-    ordered = sorted(admitted, key=lambda e: (e.time or "", e.session or "", e.provenance[0].seq))
+    ordered = sorted(admitted, key=lambda e: (e.time or "", e.session or "", e.provenance.seq))
     lines: list[str] = []
     current = None
     for ev in ordered:
@@ -73,5 +73,5 @@ def _block(admitted: list[Evidence], captions: dict[str, tuple[str, ...]]) -> st
             when = ev.time.replace("T", " ")[:16] if ev.time else "undated"
             lines.append(f"--- {ev.session or 'no session'} ({when}) ---")
             current = header
-        lines.append(f"[{ev.trace_ids[0]}] {_text(ev, captions)}")
+        lines.append(f"[{ev.trace_id}] {_text(ev, captions)}")
     return "\n".join(lines)
