@@ -260,7 +260,7 @@ def run(data: Path, seconds: float = 60.0, seed: int = 0, k: int = K,
         reader, writer = results["reader"], results["writer"]
         consistency = check_consistency(path, reader["pairs"], reader["results"])
         with Memory(path, user=USER) as mem:
-            final_traces = mem.stats()["traces"]
+            final_traces = mem.stats().traces
     document = {
         "benchmark": "race", "k": k, "seconds": seconds, "seed": seed,
         "searches": reader["searches"], "writes": writer["writes"],

@@ -88,7 +88,7 @@ def search(
     """Retrieve evidence for QUERY (zero LLM calls): verbatim turns with provenance."""
     with open_memory(db, user, agent) as mem:
         result = mem.search_detailed(query, k=k, session=session, as_of=as_of, now=now)
-        rendered = mem.retriever.render(mem.scope, result.evidence, None) if context else None
+        rendered = mem.render(result.evidence, budget_tokens=None) if context else None
     if as_json:
         print_json({"query": query, "route": result.route.primary,
                     "no_answer_score": result.no_answer_score, "timings_ms": result.timings,
@@ -144,7 +144,7 @@ def demo(
         started = time.perf_counter()
         ids = mem.add_many(conversation.drafts)  # indexed as it is stored (index_on_write)
         mem.index(progress=True)  # whatever the write left to derive
-        units = sum(mem.stats()["units"].values())
+        units = sum(mem.stats().units.values())
         typer.echo(f"stored {len(ids)} traces of '{safe(conversation.name)}' verbatim and indexed "
                    f"them into {units} units (turn/span/window/episode) in "
                    f"{time.perf_counter() - started:.2f}s")

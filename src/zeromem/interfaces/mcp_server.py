@@ -274,8 +274,8 @@ def build_server(memory: Memory, *, user: str | None, agent: str | None,
         with _resource_errors():
             listed = memory.sessions(**scope)
         # Traces without a session have no session resource; read them one by one.
-        entries = [{**entry, "uri": None if entry["session"] is None else session_uri(entry["session"])}
-                   for entry in listed]
+        entries = [{**dataclasses.asdict(entry),
+                    "uri": None if entry.session is None else session_uri(entry.session)} for entry in listed]
         return {**scope, "traces": sum(e["traces"] for e in entries), "sessions": entries}
 
     @server.resource(SESSION_URI, name="session", title="One session's traces",

@@ -30,10 +30,10 @@ import numpy as np
 from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, NER, EncoderFailure
 from ..indexes.scope_index import ScopeIndex, session_batches
+from ..results import IndexCacheStats
 from ..store.fingerprint import check_fingerprint
 from ..types import Scope
 from . import snapshots
-from ..results import IndexCacheStats
 from .cache import IndexCache
 from .prepared import PreparedScope
 
