@@ -33,7 +33,7 @@ from .retrieval.answer_calibration import Answer
 from .retrieval.engine import SearchResult
 from .retrieval.reading import HasText, Reader
 from .retrieval.render import RenderedContext
-from .store.base import DeleteReceipt
+from .store.base import DeleteReceipt, TraceDraft
 from .types import SAME_SCOPE, Evidence, HistoryEvent, Provenance, SameScope, Scope, TimeLike, Trace
 
 __all__ = [
@@ -74,6 +74,7 @@ __all__ = [
                      "SurvivalLaw",
                      "TimeLike",
                      "Trace",
+                     "TraceDraft",
                      "ZeromemError",
 ]
 __version__ = "1.0.0"

@@ -44,12 +44,18 @@ class Scope:
 
     @property
     def key(self) -> tuple[str, str]:
+        """(user, agent) with None as ``""``: how the store keys the scope."""
         return (self.user or "", self.agent or "")
 
 
 @dataclass(frozen=True, slots=True)
 class Trace:
-    """One stored unit of interaction, kept verbatim. Times are ISO 8601 strings."""
+    """One stored unit of interaction, kept verbatim. Times are ISO 8601 strings.
+
+    ``id`` is its short public id; ``session_time`` when its session took place, ``event_time``
+    when it was said (if known), ``recorded_at`` when it was stored; ``seq`` its place in the
+    session; ``source_id`` the caller's own id; ``version`` counts its updates from 1.
+    """
 
     id: str
     text: str
@@ -69,6 +75,7 @@ class Trace:
 
     @property
     def scope(self) -> Scope:
+        """The (user, agent) scope the trace lives in."""
         return Scope(self.user, self.agent)
 
     @property
@@ -93,7 +100,8 @@ class HistoryEvent:
 
 @dataclass(frozen=True, slots=True)
 class Provenance:
-    """Where a piece of evidence came from: one stored trace."""
+    """Where a piece of evidence came from: one stored trace, its session, speaker, time
+    (event time, else session time; ISO 8601), the caller's ``source_id`` and its ``seq``."""
 
     trace_id: str
     session: str | None

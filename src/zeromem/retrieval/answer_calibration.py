@@ -21,6 +21,7 @@ from ..encoders.timexpr import (
 from ..lexicon import ANSWER_FILLER_WORDS
 from ..types import Evidence
 from .profile import answer_type
+from .render import RenderedContext
 
 GROUNDED_SHARE = 0.5
 _WORD = re.compile(r"[a-z0-9]+")
@@ -110,6 +111,6 @@ class Answer:
     """What ``Memory.answer`` returns: the calibrated answer and everything behind it."""
 
     text: str  # the calibrated answer (the reader's own words when calibration is off)
-    reader: Any  # the reader's ReaderAnswer: raw text, model, prompt/completion tokens
+    reader: Any  # what the reader returned: text, or e.g. a ReaderAnswer (text, model, tokens)
     calibration: CalibratedAnswer | None  # grounding, answer type, supporting trace ids
-    context: Any  # the RenderedContext the reader saw (its evidence carries the provenance)
+    context: RenderedContext  # what the reader saw (its evidence carries the provenance)

@@ -65,6 +65,13 @@ DENSE, GRAPH = "dense", "graph"  # the channels a degraded search can skip
 
 @dataclass
 class SearchResult:
+    """What ``Memory.search_detailed`` returns: the evidence (best first) and how it was found.
+
+    ``profile`` is the query's profile and ``route`` the retrieval route it took;
+    ``no_answer_score`` (0–1) is high when memory probably holds no answer; ``timings`` are
+    milliseconds per stage; ``degraded`` says what the search had to do without.
+    """
+
     evidence: list[Evidence]
     profile: QueryProfile
     route: Route

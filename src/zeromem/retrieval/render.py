@@ -4,9 +4,9 @@ resolved dates of relative expressions shown as annotations beside the verbatim 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..encoders.tokenize import count_budget_tokens as count_tokens
+from ..lifecycle.active import ActiveEntry
 from ..types import Evidence
 
 
@@ -20,9 +20,9 @@ class RenderedContext:
     # What the search behind it had to do without (``SearchResult.degraded``); empty when
     # every model worked or the evidence came from elsewhere.
     degraded: tuple[str, ...] = ()
-    # Active memory shown before the evidence (``render_context(include_active=True)``):
-    # ``lifecycle.active.ActiveEntry`` items, in conversation order.
-    active: tuple[Any, ...] = ()
+    # Active memory shown before the evidence (``render_context(include_active=True)``),
+    # in conversation order.
+    active: tuple[ActiveEntry, ...] = ()
 
 
 def _line(ev: Evidence) -> str:
