@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
+from internals import store_of
 from zeromem import Memory
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,11 +55,11 @@ def shared_locomo_files() -> list[Path]:
 
 
 def _snapshot(memory: Memory) -> tuple:
-    stats = memory.stats(all_scopes=True)
+    stats = dataclasses.asdict(memory.stats(all_scopes=True))
     stats.pop("path")
-    rows = memory.store.read("SELECT * FROM traces ORDER BY rowid_")
-    history = memory.store.read("SELECT * FROM trace_history ORDER BY id")
-    versions = memory.store.read("SELECT * FROM scope_versions ORDER BY 1, 2")
+    rows = store_of(memory).read("SELECT * FROM traces ORDER BY rowid_")
+    history = store_of(memory).read("SELECT * FROM trace_history ORDER BY id")
+    versions = store_of(memory).read("SELECT * FROM scope_versions ORDER BY 1, 2")
     return stats, rows, history, versions
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from internals import store_of
 from zeromem import Memory
 
 
 def derived_state(memory: Memory) -> list[tuple]:
-    rows = memory.store.read(
+    rows = store_of(memory).read(
         "SELECT u.session, u.level, u.position, u.text, u.trace_rowids, v.vec,"
         " (SELECT group_concat(entity || ':' || count, '|') FROM"
         "   (SELECT entity, count FROM unit_mentions m WHERE m.unit_id = u.id ORDER BY entity))"

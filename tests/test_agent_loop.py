@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from internals import store_of
 from loopback_server import LoopbackJSONServer
 from zeromem import InvalidInput, Memory
 from zeromem.agent import AgentLoop
@@ -82,7 +83,7 @@ def _whole_history_tokens(loop: AgentLoop, memory: Memory, question: str, turn_i
     it line by line): every trace stored before that turn."""
     lines, header = [], None
     for trace in memory.list():
-        if memory.store.ids.parse(trace.id) >= memory.store.ids.parse(turn_id):
+        if store_of(memory).ids.parse(trace.id) >= store_of(memory).ids.parse(turn_id):
             continue
         when = trace.event_time or trace.session_time or ""
         head = f"--- {trace.session} ({when.replace('T', ' ')[:10]}) ---"

@@ -56,7 +56,7 @@ def test_the_answer_after_the_question_is_evidence(memory):
     evidence = memory.search_detailed(ASKED, user="u", k=5).evidence
     by_text = {e.text: e for e in evidence}
     assert STATEMENT in by_text and ANSWER in by_text
-    statement_id = by_text[STATEMENT].trace_ids[0]
+    statement_id = by_text[STATEMENT].trace_id
     assert by_text[ANSWER].why["reason"] == f"answer to the question after {statement_id}"
     assert by_text[ANSWER].provenance[0].speaker == "Ana"
 

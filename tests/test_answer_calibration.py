@@ -3,7 +3,7 @@ from zeromem.types import Evidence, Provenance
 
 
 def _ev(tid, text, time="2023-05-08T13:56:00", notes=()):
-    return Evidence(text=text, trace_ids=(tid,), provenance=(Provenance(tid, "s1", "Ana", time, None, 0),),
+    return Evidence(trace_id=tid, text=text, provenance=Provenance(tid, "s1", "Ana", time, None, 0),
                     score=1.0, annotations=notes)
 
 

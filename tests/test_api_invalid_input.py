@@ -45,7 +45,7 @@ BAD_CALLS = {
     "batch item not a dict": (lambda m, t: m.add_many([{"text": "ok"}, "hello"]), InvalidInput, "dict"),
     "batch item without text": (lambda m, t: m.add_many([{"speaker": "x"}]), InvalidInput, "text"),
     "batch that is a string": (lambda m, t: m.add_many("hello"), InvalidInput, "list"),
-    "list with a bad metadata key": (lambda m, t: m.list(metadata={"bad key": 1}), InvalidInput, "key"),
+    "list with a bad metadata key": (lambda m, t: m.list(filters={"bad key": 1}), InvalidInput, "key"),
     "list with a negative limit": (lambda m, t: m.list(limit=-1), InvalidInput, "limit"),
     "list with a negative offset": (lambda m, t: m.list(offset=-1), InvalidInput, "offset"),
     "list with a bad since": (lambda m, t: m.list(since="someday"), InvalidInput, "since"),
@@ -75,8 +75,8 @@ BAD_CALLS = {
     "update with a surrogate in metadata": (lambda m, t: m.update(t, metadata={"x": "\ud800"}),
                                             InvalidInput, "surrogate"),
     "list with a limit beyond 64 bits": (lambda m, t: m.list(limit=2**63), InvalidInput, "limit"),
-    "list filter beyond 64 bits": (lambda m, t: m.list(metadata={"n": 2**64}), InvalidInput, "64-bit"),
-    "list filter with a surrogate": (lambda m, t: m.list(metadata={"n": "\ud800"}), InvalidInput,
+    "list filter beyond 64 bits": (lambda m, t: m.list(filters={"n": 2**64}), InvalidInput, "64-bit"),
+    "list filter with a surrogate": (lambda m, t: m.list(filters={"n": "\ud800"}), InvalidInput,
                                      "surrogate"),
 }
 

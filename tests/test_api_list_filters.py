@@ -29,9 +29,9 @@ def test_list_by_time_range_uses_event_time_then_session_time(convo):
 
 
 def test_list_by_metadata_values(convo):
-    assert [t.text for t in convo.list(metadata={"topic": "city"})] == ["s1 second", "s2 second"]
-    assert [t.text for t in convo.list(metadata={"topic": "city", "n": 2})] == ["s1 second"]
-    assert [t.text for t in convo.list(metadata={"flag": True})] == ["s1 second"]
+    assert [t.text for t in convo.list(filters={"topic": "city"})] == ["s1 second", "s2 second"]
+    assert [t.text for t in convo.list(filters={"topic": "city", "n": 2})] == ["s1 second"]
+    assert [t.text for t in convo.list(filters={"flag": True})] == ["s1 second"]
 
 
 def test_list_limit_and_offset_page_through_in_order(convo):
@@ -45,7 +45,7 @@ def test_stats_count_traces_sessions_speakers_and_time_span(mem):
     mem.add_many([{"text": "a", "session": "s1", "speaker": "Priya", "session_time": "2023-03-14"},
                   {"text": "bb", "session": "s2", "speaker": "Marcus", "session_time": "2023-05-02"}])
     stats = mem.stats()
-    assert (stats["traces"], stats["sessions"], stats["characters"]) == (2, 2, 3)
-    assert stats["speakers"] == {"Marcus": 1, "Priya": 1}
-    assert (stats["first_time"], stats["last_time"]) == ("2023-03-14T00:00:00", "2023-05-02T00:00:00")
-    assert stats["history_events"] == {"add": 2}
+    assert (stats.traces, stats.sessions, stats.characters) == (2, 2, 3)
+    assert stats.speakers == {"Marcus": 1, "Priya": 1}
+    assert (stats.first_time, stats.last_time) == ("2023-03-14T00:00:00", "2023-05-02T00:00:00")
+    assert stats.history_events == {"add": 2}

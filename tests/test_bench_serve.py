@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 import pg_fixture
+from internals import store_of
 from zeromem import Memory
 from zeromem.bench.serve import USER, failed, run
 from zeromem.interfaces.cli import app
@@ -53,13 +54,13 @@ def test_bench_serve_on_postgres_with_two_server_processes(tmp_path, example_pat
     assert document["stored_beyond_acknowledged"] == 0 and document["acknowledged_writes"] > 0
     assert document["search_ms"]["n"] > 0 and document["restart_s"] is None
     with Memory(pg_url) as mem:  # the fill, plus what the run acknowledged
-        counts = [mem.store.count(Scope(USER.format(i), None)) for i in range(2)]
+        counts = [store_of(mem).count(Scope(USER.format(i), None)) for i in range(2)]
         assert sum(counts) == 2 * 30 + document["acknowledged_writes"]
-        assert mem.store.scopes() == [Scope(USER.format(i), None) for i in range(2)]
+        assert store_of(mem).scopes() == [Scope(USER.format(i), None) for i in range(2)]
     # A rerun keeps the filled scopes (no delete and refill) and writes into new sessions.
     again = run(example_path, db=pg_url, scopes=2, per_scope=30, servers=1, clients=2, seconds=2.0,
                 write_share=0.5, kill_at=None, threads=2, k=5, json_out=None, progress=False)
     assert not failed(again), again["error_samples"]
     with Memory(pg_url) as mem:
-        assert sum(mem.store.count(Scope(USER.format(i), None)) for i in range(2)) == \
+        assert sum(store_of(mem).count(Scope(USER.format(i), None)) for i in range(2)) == \
             sum(counts) + again["acknowledged_writes"]

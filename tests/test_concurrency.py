@@ -62,4 +62,4 @@ def test_concurrent_first_opens_migrate_the_file_once(tmp_path):
         proc.join(timeout=60)
         assert proc.exitcode == 0
     with Memory(path, user="shared") as mem:
-        assert mem.stats()["traces"] == WRITERS * PER_WRITER
+        assert mem.stats().traces == WRITERS * PER_WRITER

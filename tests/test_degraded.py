@@ -4,11 +4,13 @@ back (SPEC §4). Writes never fail because a model is missing."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 
 import pytest
 
+from internals import encoders_of, indexer_of, store_of
 from zeromem import Memory
 from zeromem.config import Config, EncoderConfig
 from zeromem.errors import ModelUnavailable
@@ -37,14 +39,14 @@ def _fill(memory: Memory, example_path: Path) -> list[str]:
 
 
 def _evidence(memory: Memory) -> list[list[tuple]]:
-    return [[(e.trace_ids, e.score, e.why["reason"]) for e in memory.search(q, k=6)] for q in QUERIES]
+    return [[(e.trace_id, e.score, e.why["reason"]) for e in memory.search(q, k=6)] for q in QUERIES]
 
 
 def _check_provenance(memory: Memory, evidence) -> None:
     assert evidence
     for ev in evidence:
-        trace = memory.get(ev.trace_ids[0])
-        p = ev.provenance[0]
+        trace = memory.get(ev.trace_id)
+        p = ev.provenance
         assert ev.text == trace.text  # verbatim
         assert (p.trace_id, p.session, p.speaker, p.source_id) == (
             trace.id, trace.session, trace.speaker, trace.source_id)
@@ -73,7 +75,7 @@ def test_a_missing_model_is_a_clear_model_unavailable_for_direct_indexing(tmp_pa
     for component, hint in (("embedder", "no-such-model"), ("ner", "pip install no-such-pipeline")):
         with Memory(tmp_path / f"{component}.db", config=_broken(component, tmp_path)) as memory:
             ids = memory.add_many(load_file(example_path)[0].drafts)  # the write succeeds
-            assert len(ids) == 40 and memory.stats()["traces"] == 40
+            assert len(ids) == 40 and memory.stats().traces == 40
             with pytest.raises(ModelUnavailable, match=hint):
                 memory.index()
             with pytest.raises(ModelUnavailable, match=hint):
@@ -90,21 +92,21 @@ def test_without_the_embedder_search_ranks_by_bm25_and_the_graph_and_says_so(
         assert result.degraded[0].startswith("embedder: embedding model")
         assert "no-such-model" in result.degraded[0] and "skipped: dense similarity" in result.degraded[0]
         _check_provenance(memory, result.evidence)
-        assert "D2:3" in [e.provenance[0].source_id for e in result.evidence]  # "moving to Denver"
+        assert "D2:3" in [e.provenance.source_id for e in result.evidence]  # "moving to Denver"
         assert all(e.why["dense_cosine"] == 0.0 for e in result.evidence)
         assert any(e.why["ppr"] > 0 for e in result.evidence)  # NER works: so does the graph
-        assert ids[5] not in {e.trace_ids[0] for q in QUERIES for e in memory.search(q, k=10)}
+        assert ids[5] not in {e.trace_id for q in QUERIES for e in memory.search(q, k=10)}
         # render_context and answer go through the same search, and say so too
         context = memory.render_context(QUERIES[1], k=5)
         assert context.evidence and list(context.degraded) == result.degraded
         answer = memory.answer(QUERIES[1], EchoReader(), k=5)
         assert answer.reader == "Biscuit" and answer.context.degraded == context.degraded
         # nothing degraded is stored: the sessions wait for the embedder
-        assert memory.indexer.pending_sessions(memory.scope)
+        assert indexer_of(memory).pending_sessions(memory.scope)
         health = memory.health()
-        assert health["ready"] is True and health["store"] == "ok" and health["ner"] == "ok"
-        assert health["embedder"].startswith("unavailable: embedding model")
-        assert [line.split(":")[0] for line in health["degraded"]] == ["embedder"]
+        assert health.ready is True and health.store == "ok" and health.ner == "ok"
+        assert health.embedder.startswith("unavailable: embedding model")
+        assert [line.split(":")[0] for line in health.degraded] == ["embedder"]
     warnings = [r for r in caplog.records if "embedder is unavailable" in r.getMessage()]
     assert len(warnings) == 1  # once, not at every write and search
 
@@ -116,11 +118,11 @@ def test_without_ner_the_graph_view_is_skipped_and_says_so(tmp_path, example_pat
         assert [line.split(":")[0] for line in result.degraded] == ["ner"]
         assert "no_such_pipeline" in result.degraded[0] and "skipped: graph view" in result.degraded[0]
         _check_provenance(memory, result.evidence)
-        assert "D2:3" in [e.provenance[0].source_id for e in result.evidence]
+        assert "D2:3" in [e.provenance.source_id for e in result.evidence]
         assert any(e.why["dense_cosine"] > 0 for e in result.evidence)  # the embedder works
         health = memory.health()
-        assert health["ready"] is True and health["embedder"] == "ok"
-        assert health["ner"].startswith("unavailable: spaCy pipeline 'no_such_pipeline'")
+        assert health.ready is True and health.embedder == "ok"
+        assert health.ner.startswith("unavailable: spaCy pipeline 'no_such_pipeline'")
 
 
 @pytest.mark.parametrize("component", ["embedder", "ner"])
@@ -137,7 +139,7 @@ def test_when_the_model_is_back_search_catches_up_to_a_fresh_rebuild(tmp_path, e
     with Memory(path) as memory:  # the normal config: every model loads
         result = memory.search_detailed(QUERIES[2], k=6)
         assert result.degraded == []
-        assert not memory.indexer.pending_sessions(memory.scope)
+        assert not indexer_of(memory).pending_sessions(memory.scope)
         caught_up = _evidence(memory)
         memory.reindex()
         assert _evidence(memory) == caught_up
@@ -182,7 +184,7 @@ def test_degraded_evidence_is_deterministic_streamed_or_from_scratch(tmp_path, e
     with Memory(path, config=config) as memory:
         assert _evidence(memory) == streamed
         # an index holding sessions derived in memory only is never persisted
-        assert memory.store.snapshot_version(memory.scope, persist.FORMAT) is None
+        assert store_of(memory).snapshot_version(memory.scope, persist.FORMAT) is None
 
 
 def test_a_large_scope_scores_candidates_without_a_query_vector(tmp_path, example_path):
@@ -191,7 +193,7 @@ def test_a_large_scope_scores_candidates_without_a_query_vector(tmp_path, exampl
     with Memory(tmp_path / "m.db", config=config) as memory:
         _fill(memory, example_path)
         result = memory.search_detailed(QUERIES[0], k=5)
-        assert result.degraded and "D2:3" in [e.provenance[0].source_id for e in result.evidence]
+        assert result.degraded and "D2:3" in [e.provenance.source_id for e in result.evidence]
         _check_provenance(memory, result.evidence)
 
 
@@ -201,7 +203,7 @@ def test_an_embedder_failing_at_query_time_degrades_search(tmp_path, example_pat
         memory.add_many(load_file(example_path)[0].drafts)
         healthy = memory.search_detailed(QUERIES[0], k=5)
         assert healthy.degraded == []
-        memory.encoders.embedder = FailingEncoder()  # this Memory's bundle only
+        encoders_of(memory).embedder = FailingEncoder()  # this Memory's bundle only
         result = memory.search_detailed(QUERIES[0], k=5)
         assert result.degraded and result.degraded[0].startswith(
             "embedder: RuntimeError: the accelerator fell over")
@@ -209,26 +211,26 @@ def test_an_embedder_failing_at_query_time_degrades_search(tmp_path, example_pat
         # a write goes through; the new turn is found by its words
         tid = memory.add("The ferry to Bainbridge leaves at 7:10.", session="s9", speaker="Priya")
         found = memory.search_detailed("When does the ferry to Bainbridge leave?", k=3)
-        assert found.evidence[0].trace_ids == (tid,) and found.degraded
-        assert memory.health()["embedder"].startswith("unavailable: RuntimeError")
+        assert found.evidence[0].trace_id == tid and found.degraded
+        assert memory.health().embedder.startswith("unavailable: RuntimeError")
 
 
 def test_ner_failing_while_encoding_skips_the_graph_for_what_it_could_not_read(tmp_path, example_path):
     with Memory(tmp_path / "m.db") as memory:
         memory.add_many(load_file(example_path)[0].drafts)
         assert memory.search_detailed(QUERIES[0], k=5).degraded == []
-        memory.encoders.extractor = FailingEncoder()  # this Memory's bundle only
+        encoders_of(memory).extractor = FailingEncoder()  # this Memory's bundle only
         tid = memory.add("The ferry to Bainbridge leaves at 7:10.", session="s9", speaker="Priya")
         result = memory.search_detailed("When does the ferry to Bainbridge leave?", k=3)
         assert [line.split(":")[0] for line in result.degraded] == ["ner"]
         assert "RuntimeError: the accelerator fell over" in result.degraded[0]
-        assert result.evidence[0].trace_ids == (tid,)
+        assert result.evidence[0].trace_id == tid
         _check_provenance(memory, result.evidence)
-        assert memory.indexer.pending_sessions(memory.scope) == ["s9"]
+        assert indexer_of(memory).pending_sessions(memory.scope) == ["s9"]
 
 
 def test_a_healthy_memory_reports_every_component_ok(mem):
-    report = mem.health()
+    report = dataclasses.asdict(mem.health())
     cache = report.pop("index_cache")
-    assert report == {"ready": True, "store": "ok", "embedder": "ok", "ner": "ok", "degraded": []}
+    assert report == {"ready": True, "store": "ok", "embedder": "ok", "ner": "ok", "degraded": ()}
     assert set(cache) == {"budget_bytes", "bytes", "scopes", "hits", "misses", "evictions"}

@@ -19,7 +19,7 @@ with Memory(sys.argv[1], user="demo") as mem:
     lines = []
     for q in conversation.qa:
         for ev in mem.search(q["question"], k=10):
-            lines.append(f"{ev.trace_ids[0]} {ev.score!r} {ev.why['reason']}")
+            lines.append(f"{ev.trace_id} {ev.score!r} {ev.why['reason']}")
 print(hashlib.sha256("\\n".join(lines).encode()).hexdigest(), len(lines))
 """
 

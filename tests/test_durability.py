@@ -17,6 +17,7 @@ import textwrap
 
 import pytest
 
+from internals import store_of
 from zeromem import Memory
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
@@ -39,7 +40,7 @@ CHILD = textwrap.dedent("""
                 print("inside", flush=True)
                 time.sleep(600)  # the parent kills us here, mid-transaction
 
-    mem.store.conn.set_trace_callback(hook)
+    store_of(mem).conn.set_trace_callback(hook)
     text = "filler " * 150
     mem.add_many([{"text": f"{n} {text}", "session": "big"} for n in range(int(sys.argv[3]))])
     print("committed", flush=True)
@@ -68,8 +69,8 @@ def test_sigkill_mid_batch_leaves_none_of_it_and_the_file_reopens_cleanly(db_pat
     _kill_mid_batch(db_path)
     with Memory(db_path) as mem:
         assert [t.id for t in mem.list()] == before
-        assert mem.stats()["traces"] == 10
-        assert mem.store.read("PRAGMA integrity_check") == [("ok",)]
+        assert mem.stats().traces == 10
+        assert store_of(mem).read("PRAGMA integrity_check") == [("ok",)]
         after = mem.add("still writable")
         assert mem.get(after).text == "still writable"
         assert len(mem.history(before[0])) == 1

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import pg_fixture
+from internals import retriever_of, store_of
 from zeromem import Memory
 from zeromem.config import Config, RetrievalConfig
 from zeromem.retrieval import persist
@@ -126,7 +127,7 @@ def test_deleting_a_session_leaves_no_byte_of_it_in_the_files(db):
     check_receipt(receipt, "session", 3)
     assert ids["secret"] in receipt.trace_ids and ids["session_other"] in receipt.trace_ids
     assert_erased(db, "after delete_session (store open)")
-    assert SESSION not in {s["session"] for s in mem.sessions()}
+    assert SESSION not in {s.session for s in mem.sessions()}
     assert mem.search("neighbour bees", k=5)  # the rest of the scope still answers
     mem.close()
     assert_erased(db, "after close")
@@ -179,7 +180,7 @@ def test_a_delete_that_keeps_history_keeps_the_text_and_says_so(db):
 
 def test_secure_delete_is_on_whatever_the_build_default(db):
     with Memory(db) as mem:
-        assert mem.store.read("PRAGMA secure_delete") == [(1,)]
+        assert store_of(mem).read("PRAGMA secure_delete") == [(1,)]
 
 
 def test_bad_input_to_a_delete_changes_nothing(db, snapshot):
@@ -202,12 +203,12 @@ def test_a_stale_index_is_never_persisted_over_an_erasure(db):
     """The guard itself: an index at a version before the wipe is refused by the store."""
     with Memory(db, config=config()) as mem:
         ids = fill(mem)
-        stale = mem.store.snapshot_version(mem.scope, persist.FORMAT)
+        stale = store_of(mem).snapshot_version(mem.scope, persist.FORMAT)
         assert stale is not None
         mem.delete(ids["secret"])
-        mem.store.save_snapshot(mem.scope, stale, '{"terms": ["zqxvorpalkint"]}', {"x": b"zqxvorpalkint"},
+        store_of(mem).save_snapshot(mem.scope, stale, '{"terms": ["zqxvorpalkint"]}', {"x": b"zqxvorpalkint"},
                                 persist.FORMAT)
-        assert mem.store.snapshot_version(mem.scope, persist.FORMAT) is None
+        assert store_of(mem).snapshot_version(mem.scope, persist.FORMAT) is None
     assert sum(occurrences(db).values()) == 0
 
 
@@ -222,7 +223,7 @@ def pg_rows_with_secret(mem: Memory) -> dict[str, int]:
     from zeromem.store.postgres_schema import GLOBAL_TABLES, SCOPED_TABLES
 
     found = {}
-    with mem.store._connection("read") as conn:  # the test looks at every table, every scope
+    with store_of(mem)._connection("read") as conn:  # the test looks at every table, every scope
         for table in (*SCOPED_TABLES, *GLOBAL_TABLES):
             found[table] = conn.execute(
                 f"SELECT COUNT(*) FROM {table} t WHERE lower(t::text) LIKE %s OR t::text LIKE %s",
@@ -299,7 +300,7 @@ def test_the_api_returns_the_receipt(tmp_path):
 
     mem = Memory(tmp_path / "api.db", config=Config(index_on_write=False))
     key_id, key, key_hash = new_api_key()
-    mem.store.add_api_key(key_id, key_hash, Scope("ana"), None)
+    store_of(mem).add_api_key(key_id, key_hash, Scope("ana"), None)
     auth = {"Authorization": f"Bearer {key}"}
     app = create_app(mem, ServerSettings(warm_up=False, reader=None))
     with TestClient(app, base_url=LOCAL) as client:
@@ -334,7 +335,7 @@ def test_a_process_whose_index_predates_an_erasure_does_not_persist_it_again(tmp
         assert holder.search(f"Who is {SECRET}?", k=3)  # A's index learns the word
         with Memory(db, config=config()) as eraser:
             eraser.delete(secret)
-        holder.retriever.save(holder.scope, force=True)  # what close() and an eviction do
-        kept = holder.store.snapshot_version(holder.scope, persist.FORMAT)
-        assert kept in (None, holder.store.scope_version(holder.scope))
+        retriever_of(holder).save(holder.scope, force=True)  # what close() and an eviction do
+        kept = store_of(holder).snapshot_version(holder.scope, persist.FORMAT)
+        assert kept in (None, store_of(holder).scope_version(holder.scope))
     assert_erased(db, "after the stale holder closed")

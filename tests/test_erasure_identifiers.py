@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pg_fixture
+from internals import store_of
 from zeromem import Memory
 from zeromem.config import Config, RetrievalConfig
 from zeromem.types import TITLE_KEY
@@ -145,7 +146,7 @@ def test_sqlite_a_scope_with_an_api_key_says_the_key_keeps_its_name(tmp_path):
     with Memory(tmp_path / "m.db", user="qkeyedxuser") as mem:
         mem.add("hello", session="s")
         key_id, _key, key_hash = new_api_key()
-        mem.store.add_api_key(key_id, key_hash, Scope("qkeyedxuser", None), None)
+        store_of(mem).add_api_key(key_id, key_hash, Scope("qkeyedxuser", None), None)
         receipt = mem.delete_scope()
         assert receipt.retained and "api_keys: 1 API key(s)" in receipt.retained[0]
 
@@ -159,12 +160,12 @@ def test_sqlite_a_scope_written_again_after_its_deletion_is_seen_whole(tmp_path)
             writer.add(f"old fact number {n} about Lisbon", session="s")
         assert reader.search("Lisbon", k=5)
         writer.delete_scope()
-        assert writer.store.scope_version(writer.scope) == 0
-        assert writer.store.read("SELECT COUNT(*) FROM scope_versions WHERE user_key='ana'") == [(0,)]
+        assert store_of(writer).scope_version(writer.scope) == 0
+        assert store_of(writer).read("SELECT COUNT(*) FROM scope_versions WHERE user_key='ana'") == [(0,)]
         fresh = writer.add("a new fact about Porto", session="s")
-        assert writer.store.scope_version(writer.scope) > 3
+        assert store_of(writer).scope_version(writer.scope) > 3
         found = reader.search("Lisbon Porto fact", k=5)
-        assert [tid for e in found for tid in e.trace_ids] == [fresh]
+        assert [e.trace_id for e in found] == [fresh]
 
 
 # -- PostgreSQL ----------------------------------------------------------------------------
@@ -175,7 +176,7 @@ def pg_url(request):
 
 def pg_files(mem: Memory) -> tuple[list[Path], list[Path]]:
     """(the database's own files, the cluster's write-ahead log segments)."""
-    with mem.store._connection("read") as conn:  # the test looks at the server's files
+    with store_of(mem)._connection("read") as conn:  # the test looks at the server's files
         data = Path(conn.execute("SHOW data_directory").fetchone()[0])
         oid = conn.execute("SELECT oid FROM pg_database WHERE datname = current_database()").fetchone()[0]
     return sorted((data / "base" / str(oid)).iterdir()), sorted((data / "pg_wal").glob("0*"))
@@ -189,7 +190,7 @@ def test_postgres_erasure_and_compact_leave_no_identifier_in_the_table_files(pg_
     with Memory(pg_url, config=config()) as mem:
         ids = plant(mem, marks)
         receipt = erase(mem, path, marks, ids)
-        with mem.store._connection("checkpoint") as conn:
+        with store_of(mem)._connection("checkpoint") as conn:
             conn.execute("CHECKPOINT")  # the dead row versions reach the table files
         tables, _wal = pg_files(mem)
         print(f"{path}: after the delete, before compact: {found_in(tables, marks)}")
@@ -197,7 +198,7 @@ def test_postgres_erasure_and_compact_leave_no_identifier_in_the_table_files(pg_
             assert any("VACUUM FULL" in line and "zeromem compact" in line for line in receipt.retained)
             assert any("pg_wal" in line for line in receipt.retained)
         done = mem.compact()
-        assert "CHECKPOINT" in done["done"] and any("pg_wal" in line for line in done["retained"])
+        assert "CHECKPOINT" in (done.done or ()) and any("pg_wal" in line for line in done.retained)
         tables, wal = pg_files(mem)
         check(receipt, path, found_in(tables, marks))
         print(f"{path}: after compact, pg_wal still holds {found_in(wal, marks)}")

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from internals import store_of
 from zeromem import InvalidInput, Memory
 from zeromem.bench import fuzz
 from zeromem.bench import fuzz_requests as fr
@@ -38,7 +39,7 @@ def fixture(tmp_path):
     lambda m, t: m.update(t, text="I moved to Boulder."),
     lambda m, t: m.delete(t),
     lambda m, t: m.add("elsewhere", user="v"),
-    lambda m, t: m.store.set_meta("note", "x"),
+    lambda m, t: store_of(m).set_meta("note", "x"),
 ], ids=["add", "metadata", "text", "delete", "other scope", "store_meta"])
 def test_snapshot_detects_every_change(fixture, change):
     assert fixture.diff() is None
@@ -71,7 +72,7 @@ def test_a_read_may_record_the_embedder_fingerprint_and_nothing_else(fixture):
     from zeromem.types import Scope
 
     with Memory(fixture.live, user="u", config=fuzz_config()) as mem:
-        mem.store.set_meta(fingerprint_key(Scope("new", None)), "{}")
+        store_of(mem).set_meta(fingerprint_key(Scope("new", None)), "{}")
     assert fixture.diff(read=True) == ""  # changed, but only by what a first search records
     assert fixture.diff()  # a write (or a refused one) may not even do that
     with Memory(fixture.live, user="u", config=fuzz_config()) as mem:

@@ -12,6 +12,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from internals import store_of
 from zeromem import InvalidInput, Memory
 from zeromem.ingest import load_file, summarize
 from zeromem.ingest.base import ImportedConversation
@@ -38,14 +39,13 @@ def filled(db_path):
 # -- render: the budget is a bound ------------------------------------------------------------------
 def _evidence(index: int) -> Evidence:
     tid = f"t{index:08d}"
-    return Evidence(f"message number {index} about the trip", (tid,),
-                    (Provenance(tid, f"session-{index}", "Ana", f"2023-05-0{index % 9 + 1}T10:00:00", None, 0),),
-                    1.0 - index / 100)
+    return Evidence(tid, f"message number {index} about the trip", 1.0 - index / 100,
+                    Provenance(tid, f"session-{index}", "Ana", f"2023-05-0{index % 9 + 1}T10:00:00", None, 0))
 
 
 def test_render_never_goes_over_its_budget_with_captions_and_headers():
     evidence = [_evidence(i) for i in range(8)]
-    captions = {ev.trace_ids[0]: ("a long caption of a photo of a mountain trail at dawn " * 3,)
+    captions = {ev.trace_id: ("a long caption of a photo of a mountain trail at dawn " * 3,)
                 for ev in evidence}
     for budget in range(1, 400, 3):
         rendered = render(evidence, budget_tokens=budget, captions=captions)
@@ -56,7 +56,7 @@ def test_render_never_goes_over_its_budget_with_captions_and_headers():
 
 # -- Memory: wrong types reach zeromem's checks, not Python's ----------------------------------------
 @pytest.mark.parametrize("call", [
-    lambda m: m.list(metadata=["a"]),
+    lambda m: m.list(filters=["a"]),
     lambda m: m.list(offset=HUGE),
     lambda m: m.list(limit=-HUGE),
     lambda m: m.search("Denver", filters=5),
@@ -197,7 +197,7 @@ def test_an_upload_with_a_name_too_long_for_the_file_system_is_a_400(db_path):
 
     with Memory(db_path) as mem:
         key_id, key, key_hash = new_api_key()
-        mem.store.add_api_key(key_id, key_hash, Scope("u", None), None)
+        store_of(mem).add_api_key(key_id, key_hash, Scope("u", None), None)
         client = TestClient(create_app(mem, ServerSettings(warm_up=False)), raise_server_exceptions=False,
                             base_url=LOCAL)
         headers = {"Authorization": f"Bearer {key}"}
@@ -206,7 +206,7 @@ def test_an_upload_with_a_name_too_long_for_the_file_system_is_a_400(db_path):
                                    files={"file": (name, b'{"text": "hello"}\n', "application/json")})
             assert response.status_code == 400, response.text
             assert "file name" in response.json()["error"]["message"]
-        assert mem.stats(user="u")["traces"] == 0
+        assert mem.stats(user="u").traces == 0
         ok = client.post("/v1/import", headers=headers,
                          files={"file": ("x" * 200 + ".jsonl", b'{"text": "hello"}\n', "application/json")})
         assert ok.status_code == 201, ok.text

@@ -7,6 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from internals import store_of
 from zeromem import InvalidInput, Memory
 from zeromem.interfaces.cli import app
 
@@ -16,19 +17,19 @@ runner = CliRunner()
 def test_reimporting_a_file_stores_nothing_and_reports_what_it_skipped(mem, example_path):
     first = mem.import_file(example_path, user="demo")
     assert first.skipped == {"locomo_moving_city": 0} and len(first["locomo_moving_city"]) == 40
-    version = mem.store.scope_version(mem._scope("demo", None))
+    version = store_of(mem).scope_version(mem._scope("demo", None))
     again = mem.import_file(example_path, user="demo")
     assert again == {"locomo_moving_city": []}
     assert again.skipped == {"locomo_moving_city": 40} and again.skipped_count == 40
-    assert mem.stats(user="demo")["traces"] == 40
-    assert mem.store.scope_version(mem._scope("demo", None)) == version  # nothing written
+    assert mem.stats(user="demo").traces == 40
+    assert store_of(mem).scope_version(mem._scope("demo", None)) == version  # nothing written
 
 
 def test_allow_duplicates_stores_the_file_again(mem, example_path):
     mem.import_file(example_path, user="demo")
     again = mem.import_file(example_path, user="demo", allow_duplicates=True)
     assert len(again["locomo_moving_city"]) == 40 and again.skipped_count == 0
-    assert mem.stats(user="demo")["traces"] == 80
+    assert mem.stats(user="demo").traces == 80
 
 
 def test_another_scope_is_not_a_duplicate(mem, example_path):
@@ -53,7 +54,7 @@ def test_repeated_messages_in_a_file_are_kept_once_each(mem, tmp_path):
                                 {"role": "user", "content": "ok"}]))
     assert len(mem.import_file(path)["chat"]) == 3  # the second "ok" is not a repeat of the first
     assert mem.import_file(path).skipped == {"chat": 3}
-    assert mem.stats()["traces"] == 3
+    assert mem.stats().traces == 3
 
 
 def test_two_conversations_sharing_session_and_dia_ids_are_both_stored(mem, tmp_path, example_data):
@@ -67,7 +68,7 @@ def test_two_conversations_sharing_session_and_dia_ids_are_both_stored(mem, tmp_
     mem.import_file(first, user="one")
     result = mem.import_file(second, user="one")
     assert len(result["second"]) == 14 and result.skipped == {"second": 26}  # sessions 2-3 repeat
-    assert mem.stats(user="one")["traces"] == 54
+    assert mem.stats(user="one").traces == 54
 
 
 def test_an_updated_trace_is_still_recognized_by_metadata_change(mem, tmp_path):
@@ -97,7 +98,7 @@ def test_cli_ingest_twice_skips_and_says_so(tmp_path, example_path):
                                  "--allow-duplicates"])
     assert "stored 40 traces" in forced.stdout
     with Memory(db) as mem:
-        assert mem.stats(user="u")["traces"] == 80
+        assert mem.stats(user="u").traces == 80
 
 
 def test_cli_ingest_of_two_files_run_twice_stores_them_once(tmp_path, example_path):
@@ -112,7 +113,7 @@ def test_cli_ingest_of_two_files_run_twice_stores_them_once(tmp_path, example_pa
     assert again.exit_code == 0 and "total: 0 traces" in again.stdout, again.stdout
     assert again.stdout.count("skipped 40 already stored") == 2
     with Memory(db) as mem:
-        assert mem.stats()["traces"] == 80
+        assert mem.stats().traces == 80
 
 
 def test_two_conversations_with_the_same_turns_in_one_file(mem, tmp_path, example_data):
@@ -123,4 +124,4 @@ def test_two_conversations_with_the_same_turns_in_one_file(mem, tmp_path, exampl
     first = mem.import_file(path)
     assert {k: len(v) for k, v in first.items()} == {"a": 40, "b": 40}
     assert mem.import_file(path).skipped == {"a": 40, "b": 40}
-    assert mem.stats()["traces"] == 80
+    assert mem.stats().traces == 80

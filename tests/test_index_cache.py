@@ -3,6 +3,7 @@ and through ``Memory``: a cache far smaller than the scopes it serves changes no
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import numpy as np
@@ -66,7 +67,7 @@ def test_hits_misses_and_discard_are_counted_and_discard_is_no_eviction():
     cache.put(key("a"), Box(10))
     assert cache.get(key("a")) is not None
     cache.discard(key("a"))
-    stats = cache.stats().as_dict()
+    stats = dataclasses.asdict(cache.stats())
     assert stats == {"budget_bytes": 1000, "bytes": 0, "scopes": 0, "hits": 1, "misses": 1, "evictions": 0}
 
 
@@ -146,19 +147,19 @@ def test_a_tiny_cache_evicts_but_every_search_gives_the_evidence_of_a_large_one(
         for round_ in range(2):
             for user in users + users[::-1]:
                 for query in queries:
-                    want = [(e.trace_ids, e.score) for e in large.search(query, k=3, user=user)]
+                    want = [(e.trace_id, e.score) for e in large.search(query, k=3, user=user)]
                     got = tiny.search(query, k=3, user=user)
-                    assert [(e.trace_ids, e.score) for e in got] == want
+                    assert [(e.trace_id, e.score) for e in got] == want
                     own = {t.id for t in tiny.list(user=user)}
-                    assert all(set(e.trace_ids) <= own for e in got)  # never another tenant's
+                    assert all(e.trace_id in own for e in got)  # never another tenant's
             if round_ == 0:  # a write in between: an evicted scope applies it when it comes back
                 tiny.add("Melanie moved to Lisbon in July.", session="s9", speaker="Ana", user=users[0])
                 large.search("warm", user=users[0])
-        report = tiny.health()["index_cache"]
-        assert report["evictions"] > 0 and report["misses"] > len(users)
-        assert report["scopes"] >= 1 and report["budget_bytes"] == int(0.05 * (1 << 20))
-        assert report["bytes"] <= report["budget_bytes"] or report["scopes"] == 1
-        assert large.health()["index_cache"]["evictions"] == 0
+        report = tiny.health().index_cache
+        assert report.evictions > 0 and report.misses > len(users)
+        assert report.scopes >= 1 and report.budget_bytes == int(0.05 * (1 << 20))
+        assert report.bytes <= report.budget_bytes or report.scopes == 1
+        assert large.health().index_cache.evictions == 0
 
 
 @pytest.mark.slow
@@ -168,9 +169,9 @@ def test_deleting_a_scope_drops_its_in_memory_index_too(tmp_path):
         mem.add("Melanie moved to Denver in June.", session="s1", user="gone")
         for user in ("keep", "gone"):
             assert mem.search("cat", user=user) is not None
-        assert mem.health()["index_cache"]["scopes"] == 2
+        assert mem.health().index_cache.scopes == 2
         mem.delete_scope(user="gone")
-        assert mem.health()["index_cache"]["scopes"] == 1
+        assert mem.health().index_cache.scopes == 1
         assert mem.search("Denver", user="gone") == []
         best = mem.search("grey cat", user="keep")[0]
         assert best.text == "Caroline adopted a grey cat named Biscuit."

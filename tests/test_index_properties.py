@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from derived_state import assert_same, derived_state
+from internals import retriever_of, store_of
 from zeromem import Memory
 from zeromem.config import Config
 
@@ -55,21 +56,21 @@ def test_deleted_and_updated_away_text_leaves_every_index(tmp_path):
     gone = memory.add("My secret code word is Zanzibar flamingo.", session="s1", speaker="Ana")
     changed = memory.add("I keep my spare key under the blue Quokka pot.", session="s2", speaker="Ana")
     memory.index()
-    assert any(gone in e.trace_ids for e in memory.search("Zanzibar flamingo code word"))
+    assert any(gone == e.trace_id for e in memory.search("Zanzibar flamingo code word"))
     memory.delete(gone)
     memory.update(changed, text="I keep my spare key with a neighbour.")
     for word in ("zanzibar", "quokka"):
-        hits = memory.store.read(
+        hits = store_of(memory).read(
             "SELECT COUNT(*) FROM units WHERE lower(text) LIKE ?", (f"%{word}%",))[0][0]
-        mentions = memory.store.read(
+        mentions = store_of(memory).read(
             "SELECT COUNT(*) FROM unit_mentions WHERE entity LIKE ?", (f"%{word}%",))[0][0]
-        entity_vecs = memory.store.read(
+        entity_vecs = store_of(memory).read(
             "SELECT COUNT(*) FROM entity_vectors WHERE entity LIKE ?", (f"%{word}%",))[0][0]
         # The search refreshes first, so the stale units are gone before anything is scored.
         evidence = memory.search(f"{word} secret code key pot", k=10)
         assert all(word not in e.text.lower() for e in evidence)
         assert (hits, mentions, entity_vecs) == (0, 0, 0)
-    assert keep in {t for e in memory.search("rye bread") for t in e.trace_ids}
+    assert keep in {e.trace_id for e in memory.search("rye bread")}
     memory.close()
 
 
@@ -92,8 +93,8 @@ def test_window_and_episode_tokens_are_the_tokens_of_their_text(tmp_path):
     with Memory(tmp_path / "m.db") as memory:
         memory.add_many([{"text": text, "session": f"s{i % 2}", "speaker": "Ana" if i % 3 else "Bo"}
                          for i, text in enumerate([*SENTENCES, "我昨天去了北京大学。", "Café ﬁsh 2,000!"])])
-        index = memory.retriever.prepared(memory.scope).index
-        rows = memory.store.read("SELECT level, position, text, text_hash, trace_rowids FROM units")
+        index = retriever_of(memory).prepared(memory.scope).index
+        rows = store_of(memory).read("SELECT level, position, text, text_hash, trace_rowids FROM units")
     terms = index.vocabulary.terms
     checked = 0
     for level, position, text, text_hash, rowids in rows:

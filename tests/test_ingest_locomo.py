@@ -49,7 +49,7 @@ def test_import_file_stores_every_turn_verbatim(mem, example_path, example_data)
     stored = [mem.get(tid, user="demo") for tid in ids]
     assert [t.text for t in stored] == [turn["text"] for _, _, turn in _turns(example_data)]
     assert [t.source_id for t in stored][:2] == ["D1:1", "D1:2"]
-    assert mem.stats(user="demo")["sessions"] == 3
+    assert mem.stats(user="demo").sessions == 3
 
 
 def test_date_keys_without_turns_and_empty_sessions_are_skipped(tmp_path, example_data):

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 import pg_fixture
+from internals import store_of
 from zeromem import Config, InvalidInput, Memory
 from zeromem.interfaces.cli import app
 from zeromem.store import validate
@@ -103,13 +104,13 @@ def test_scope_names_with_invisible_or_bidi_characters_are_refused(memory, name)
     for scope in ({"user": name}, {"agent": name}):
         with pytest.raises(InvalidInput, match="invisible or direction-changing"):
             memory.add("x", session="s", **scope)
-    assert memory.store.scopes() == []
+    assert store_of(memory).scopes() == []
 
 
 def test_scope_names_in_any_script_still_work(memory):
     for name in ("Zoë", "محمد", "李雷", "नमस्ते", "a\u200db"):  # ZWJ joins letters in many scripts
         memory.add("hello", session="s", user=name)
-    assert len(memory.store.scopes()) == 5
+    assert len(store_of(memory).scopes()) == 5
 
 
 @pytest.mark.parametrize("value", ["2024-05-01T10:00:00+05:30:15", "2024-05-01T10:00:00-00:00:01",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from internals import retriever_of
 from zeromem import Config, Memory
 from zeromem.ingest import load_file
 from zeromem.views.hierarchy import lift_onto, lift_to_turns
@@ -29,7 +30,7 @@ def _memory(path, *, large: bool, per_source: int = 200) -> Memory:
 
 
 def _ranked(memory: Memory, questions: list[str]) -> list[list[str]]:
-    return [[e.trace_ids[0] for e in memory.search(q, k=10)] for q in questions]
+    return [[e.trace_id for e in memory.search(q, k=10)] for q in questions]
 
 
 def test_candidates_covering_the_scope_give_the_exact_evidence(example):
@@ -49,7 +50,7 @@ def test_the_large_path_is_deterministic_across_loads(example):
     runs = []
     for _ in range(2):
         with _memory(path, large=True, per_source=5) as memory:
-            runs.append([[(e.trace_ids, e.score, e.why["reason"]) for e in memory.search(q, k=8)]
+            runs.append([[(e.trace_id, e.score, e.why["reason"]) for e in memory.search(q, k=8)]
                          for q in questions])
     assert runs[0] == runs[1]
 
@@ -66,7 +67,7 @@ def test_filters_hold_on_the_large_path(example):
 def test_lifting_onto_some_turns_equals_lifting_onto_all(example):
     path, _ = example
     with _memory(path, large=False) as memory:
-        prep = memory.retriever.prepared(memory.scope)
+        prep = retriever_of(memory).prepared(memory.scope)
     rng = np.random.default_rng(0)
     scores = {level: rng.random(prep.index.levels[level].size) for level in ("turn", "span", "window", "episode")}
     nodes = np.sort(rng.choice(prep.n_turns, size=prep.n_turns // 3, replace=False))

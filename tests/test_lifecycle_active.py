@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from internals import lifecycle_of, store_of
 from zeromem import Config, InvalidInput, Memory
 from zeromem.lifecycle.active import Candidate, select_active
 from zeromem.lifecycle.survival import SurvivalLaw
@@ -64,12 +65,12 @@ def test_archived_traces_stay_searchable_and_restorable(chat, tmp_path):
     with Memory(path, user="ana") as mem:
         out = mem.active(30)
         gone = next(t for t in (ids[8], ids[6]) if t in out.archived)
-        assert gone in {t for ev in mem.search("hiking wild horses Porto", k=5) for t in ev.trace_ids}
-        mem.restore(gone)
+        assert gone in {ev.trace_id for ev in mem.search("hiking wild horses Porto", k=5)}
+        mem.pin(gone)
         assert gone in mem.active(30).trace_ids
         mem.archive(gone)
         assert mem.active(30).archived[gone] == "archived"
-        assert gone in {t for ev in mem.search("hiking wild horses Porto", k=5) for t in ev.trace_ids}
+        assert gone in {ev.trace_id for ev in mem.search("hiking wild horses Porto", k=5)}
         history = [e.event for e in mem.history(gone)]
         assert history == ["add", "update", "update"]  # caller intent is part of the record
         mem.update(gone, metadata={})
@@ -111,7 +112,7 @@ def test_rebuild_equals_incremental(chat, tmp_path):
     path, _ = chat
     with Memory(path, user="ana") as mem:
         before = mem.active(50)
-        mem.store.conn.execute("DELETE FROM trace_signals")  # derived: recomputed from the traces
+        store_of(mem).conn.execute("DELETE FROM trace_signals")  # derived: recomputed from the traces
         mem.reindex()
         after = mem.active(50)
     assert [(e.trace_id, e.omega, e.signals) for e in before.entries] == \
@@ -137,9 +138,8 @@ def test_importance_and_ttl(tmp_path):
         assert soon in scores  # not expired yet
         later = mem.active(500, now="2030-06-01")
         assert later.archived[soon] == "expired"
-        assert soon in {t for ev in mem.search("parking pass code", k=3) for t in ev.trace_ids}
-        assert soon not in {t for ev in mem.search("parking pass code", k=3, as_of="2030-06-01")
-                            for t in ev.trace_ids}
+        assert soon in {ev.trace_id for ev in mem.search("parking pass code", k=3)}
+        assert soon not in {ev.trace_id for ev in mem.search("parking pass code", k=3, as_of="2030-06-01")}
         with pytest.raises(InvalidInput, match="importance"):
             mem.add("x", metadata={"importance": 3})
         with pytest.raises(InvalidInput, match="expires_at"):
@@ -156,7 +156,7 @@ def test_render_context_puts_active_memory_and_evidence_in_one_budget(chat):
         rendered = mem.render_context("Where does Ana live?", k=5, budget_tokens=120, include_active=True)
     assert rendered.tokens <= 120
     shown_active = [e.trace_id for e in rendered.active]
-    shown_evidence = [ev.trace_ids[0] for ev in rendered.evidence]
+    shown_evidence = [ev.trace_id for ev in rendered.evidence]
     assert shown_active and not set(shown_active) & set(shown_evidence)
     assert rendered.text.startswith("## Active memory\n")
     for tid in shown_active + shown_evidence:
@@ -185,8 +185,8 @@ def test_a_deleted_trace_leaves_the_lifecycle_caches(tmp_path):
         assert ids[2] in mem.active(200).trace_ids
         mem.delete(ids[2])
         assert ids[2] not in mem.active(200).trace_ids
-        cached = [key for cache in (mem.lifecycle._base, mem.lifecycle._excerpts, mem.lifecycle._cards)
+        cached = [key for cache in (lifecycle_of(mem)._base, lifecycle_of(mem)._excerpts, lifecycle_of(mem)._cards)
                   for key in cache]
         secret = "steakhouses"
-        assert not any(secret in str(getattr(mem.lifecycle._base.get(k), "trace", "")) for k in cached)
-        assert len({k for k in mem.lifecycle._base}) == 4
+        assert not any(secret in str(getattr(lifecycle_of(mem)._base.get(k), "trace", "")) for k in cached)
+        assert len({k for k in lifecycle_of(mem)._base}) == 4

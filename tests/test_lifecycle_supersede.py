@@ -72,12 +72,12 @@ def test_search_ranks_the_current_state_first_and_as_of_returns_the_state_then(t
             {"text": "I now live in Denver.", "speaker": "Ana", "session": "s2", "session_time": "2023-06-01"},
             {"text": "I now live in Austin.", "speaker": "Ana", "session": "s3", "session_time": "2024-01-01"},
         ])
-        now = [ev for ev in mem.search("Where does Ana live?", k=4) if ev.trace_ids[0] in (ids[0], ids[2], ids[3])]
-        assert now[0].trace_ids[0] == ids[3]
-        assert {ev.trace_ids[0]: ev.superseded_by for ev in now}[ids[0]] == ids[3]
+        now = [ev for ev in mem.search("Where does Ana live?", k=4) if ev.trace_id in (ids[0], ids[2], ids[3])]
+        assert now[0].trace_id == ids[3]
+        assert {ev.trace_id: ev.superseded_by for ev in now}[ids[0]] == ids[3]
         # as of mid-2023, Boston was superseded by Denver (Austin did not exist yet)
         then = mem.search("Where does Ana live?", k=4, as_of="2023-07-01")
-        assert {ev.trace_ids[0]: ev.superseded_by for ev in then}[ids[0]] == ids[2]
+        assert {ev.trace_id: ev.superseded_by for ev in then}[ids[0]] == ids[2]
         active = mem.active(200)
         assert active.archived[ids[0]] == f"superseded by {ids[3]}"
         assert active.archived[ids[2]] == f"superseded by {ids[3]}"

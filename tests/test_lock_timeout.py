@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 import pg_fixture
+from internals import store_of
 from zeromem import InvalidInput, Memory, StoreError
 from zeromem.config import Config
 from zeromem.interfaces.cli import app
@@ -67,7 +68,7 @@ def test_a_blocked_write_fails_within_the_timeout_and_changes_nothing(mem, db_pa
         assert snapshot(mem) == before  # reads still work while the other writer holds the lock
     assert snapshot(mem) == before
     mem.add("once the lock is gone, writes work again", session="s1")
-    assert mem.store.count(mem.scope) == 2
+    assert store_of(mem).count(mem.scope) == 2
 
 
 @pytest.mark.parametrize("bad", [0, -1, math.nan, math.inf, "5", True, None, 86_401])

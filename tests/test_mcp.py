@@ -89,16 +89,16 @@ def test_stdio_round_trip_and_scope_isolation(tmp_path, caplog):
             recalled = await _call(client, "recall", {"query": "What is the name of Ana's cat?", "k": 3})
             best = recalled["evidence"][0]
             assert best["text"] == CAT  # verbatim
-            assert best["provenance"][0] == {"trace_id": cat, "session": "s1", "speaker": "Ana",
+            assert best["provenance"] == {"trace_id": cat, "session": "s1", "speaker": "Ana",
                                              "time": "2023-05-08T10:00:00", "source_id": None}
             assert best["why"]["reason"] and isinstance(best["score"], float)
             assert 0.0 <= recalled["no_answer_score"] <= 1.0
             # as_of hides what was said later; now dates "yesterday" in the query; a bad time is refused.
             before = await _call(client, "recall", {"query": "When is the Lisbon trip?", "as_of": "2023-05-20"})
-            assert trip not in {p["trace_id"] for ev in before["evidence"] for p in ev["provenance"]}
+            assert trip not in {ev["trace_id"] for ev in before["evidence"]}
             planned = await _call(client, "recall", {"query": "What trip did we plan yesterday?", "k": 1,
                                                      "now": "2023-06-02T09:00:00"})
-            assert planned["evidence"][0]["provenance"][0]["trace_id"] == trip
+            assert planned["evidence"][0]["trace_id"] == planned["evidence"][0]["provenance"]["trace_id"] == trip
             assert "now" in await _error(client, "recall", {"query": "cat", "now": "not a time"})
             dated = await _call(client, "context", {"query": "What trip did we plan yesterday?", "k": 1,
                                                     "now": "2023-06-02", "as_of": "2023-06-02"})
@@ -121,7 +121,7 @@ def test_stdio_round_trip_and_scope_isolation(tmp_path, caplog):
 
             assert await _call(client, "forget", {"trace_id": cat}) == {"deleted": cat}
             again = await _call(client, "recall", {"query": "What is the name of Ana's cat?", "k": 3})
-            assert cat not in {p["trace_id"] for ev in again["evidence"] for p in ev["provenance"]}
+            assert cat not in {ev["trace_id"] for ev in again["evidence"]}
             events = (await _call(client, "history", {"trace_id": cat}))["events"]
             assert [e["event"] for e in events] == ["add", "delete"]  # tombstones: the text is erased
             assert all(e["old_text"] is None and e["new_text"] is None for e in events)
@@ -185,7 +185,7 @@ def test_streamable_http_serves_and_stops_cleanly(tmp_path):
             async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=TIMEOUT) as client:
                 stored = await _call(client, "remember", {"text": TRIP, "session": "s1"})
                 recalled = await _call(client, "recall", {"query": "When is the Lisbon trip?", "k": 1})
-                assert recalled["evidence"][0]["provenance"][0]["trace_id"] == stored["trace_id"]
+                assert recalled["evidence"][0]["trace_id"] == stored["trace_id"]
 
         anyio.run(session)
     finally:

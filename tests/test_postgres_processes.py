@@ -25,6 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 import pg_fixture
+from internals import store_of
 from zeromem import Memory
 from zeromem.config import Config
 from zeromem.interfaces.cli import app
@@ -116,7 +117,7 @@ def test_writer_processes_through_memory_lose_and_duplicate_nothing(pg_url):
                 assert t.id not in stored, f"{t.id} in two scopes"
                 stored[t.id] = t
             # One version bump per write call: nothing was applied twice or half.
-            assert mem.store.scope_version(Scope(user)) == writes
+            assert store_of(mem).scope_version(Scope(user)) == writes
         assert sorted(stored) == sorted(expected), "lost or unacknowledged traces"
         for tid, (text, session, user) in expected.items():
             t = stored[tid]
@@ -128,13 +129,13 @@ def test_writer_processes_through_memory_lose_and_duplicate_nothing(pg_url):
             traces.sort(key=lambda t: t.seq)
             # Implicit seq numbers: 0..n-1, no gap, no repeat, and in commit (= id) order.
             assert [t.seq for t in traces] == list(range(len(traces))), key
-            ids = [mem.store.ids.parse(t.id) for t in traces]
+            ids = [store_of(mem).ids.parse(t.id) for t in traces]
             assert ids == sorted(ids), f"seq order is not commit order in {key}"
         for order in orders:  # each writer's own traces keep its call order within a session
             for key, ids in order.items():
                 seqs = [stored[tid].seq for tid in ids]
                 assert seqs == sorted(seqs), key
-        assert mem.stats(all_scopes=True)["traces"] == len(expected)
+        assert mem.stats(all_scopes=True).traces == len(expected)
 
 
 # -- real server processes -------------------------------------------------------------------
@@ -315,14 +316,14 @@ def test_a_write_acknowledged_by_one_server_is_found_by_the_next_search_on_anoth
                 tid = response.json()["ids"][0]
                 found = reader.post("/v1/search", json={"query": question, "k": 8, "why": False})
                 assert found.status_code == 200, found.text
-                seen = {t for ev in found.json()["evidence"] for t in ev["trace_ids"]}
+                seen = {ev["trace_id"] for ev in found.json()["evidence"]}
                 assert tid in seen, f"write {i} ({tid}) on one server not found by the next search on the other"
                 assert reader.get(f"/v1/traces/{tid}").json()["text"] == text
             # A delete is a write too: gone from the other server's next search.
             gone = response.json()["ids"][0]
             assert clients[1].delete(f"/v1/traces/{gone}").status_code == 200
             found = clients[0].post("/v1/search", json={"query": FACTS[-1][1], "k": 8, "why": False})
-            assert gone not in {t for ev in found.json()["evidence"] for t in ev["trace_ids"]}
+            assert gone not in {ev["trace_id"] for ev in found.json()["evidence"]}
             assert clients[0].get(f"/v1/traces/{gone}").status_code == 404
         finally:
             for client in clients:

@@ -85,7 +85,7 @@ def test_a_list_question_prefers_turns_that_name_an_entity_of_the_listed_kind(tm
         trip = memory.add("Last spring I spent a month in Lisbon.", session="s8", speaker="Omar")
         chat = memory.add("I visited my aunt and she has lived in many houses.", session="s9",
                           speaker="Omar")
-        ranked = [e.trace_ids[0] for e in memory.search("Which cities has Omar visited?", k=6)]
+        ranked = [e.trace_id for e in memory.search("Which cities has Omar visited?", k=6)]
         assert ranked.index(trip) < ranked.index(chat)
 
 

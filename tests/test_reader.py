@@ -160,7 +160,7 @@ def test_memory_answer_calls_the_reader_once_and_calibrates_against_its_evidence
     assert usage().calls == before + 1  # the one LLM call
     assert out.reader.text == "yesterday" and out.text == "7 May 2023"
     assert out.calibration.grounded and out.calibration.answer_type == "date"
-    assert set(out.calibration.support) <= {ev.trace_ids[0] for ev in out.context.evidence}
+    assert set(out.calibration.support) <= {ev.trace_id for ev in out.context.evidence}
     server.replies.append((200, _completion("three")))
     raw = mem.answer("How many kids does Ana have?", reader, calibrate=False)
     assert raw.text == "three" and raw.calibration is None

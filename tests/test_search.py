@@ -20,16 +20,16 @@ def example_memory(tmp_path_factory, example_path):
 
 
 def _sources(evidence: list[Evidence]) -> list[str]:
-    return [e.provenance[0].source_id for e in evidence]
+    return [e.provenance.source_id for e in evidence]
 
 
 def test_finds_the_single_hop_fact_with_full_provenance(example_memory):
     evidence = example_memory.search("What is the name of Priya's cat?", k=5)
     assert "D1:5" in _sources(evidence)
     hit = evidence[_sources(evidence).index("D1:5")]
-    trace = example_memory.get(hit.trace_ids[0])
+    trace = example_memory.get(hit.trace_id)
     assert hit.text == trace.text  # verbatim
-    p = hit.provenance[0]
+    p = hit.provenance
     assert (p.trace_id, p.session, p.speaker, p.time) == (trace.id, trace.session, trace.speaker,
                                                           trace.session_time)
     assert {"graph", "hierarchy", "dense_cosine", "compatibility", "reason"} <= set(hit.why)
@@ -39,13 +39,13 @@ def test_budget_of_k_turns_is_respected_and_results_are_sorted(example_memory):
     for k in (1, 3, 10):
         evidence = example_memory.search("Where does Priya live now?", k=k)
         assert 1 <= len(evidence) <= k
-        assert len({e.trace_ids[0] for e in evidence}) == len(evidence)
+        assert len({e.trace_id for e in evidence}) == len(evidence)
 
 
 def test_same_query_gives_the_same_evidence_in_the_same_order(example_memory):
     a = example_memory.search("Which shift does Priya work at her new job?", k=8)
     b = example_memory.search("Which shift does Priya work at her new job?", k=8)
-    assert [(e.trace_ids, e.score) for e in a] == [(e.trace_ids, e.score) for e in b]
+    assert [(e.trace_id, e.score) for e in a] == [(e.trace_id, e.score) for e in b]
 
 
 def test_search_spends_zero_llm_calls(example_memory):
@@ -60,9 +60,9 @@ def test_render_context_is_chronological_and_within_budget(example_memory):
     ctx = example_memory.render_context("Where did Priya live before she moved to Denver?", k=10,
                                         budget_tokens=150)
     assert ctx.tokens <= 150 + 20  # headers are counted after admission; a small margin
-    times = [e.time for e in sorted(ctx.evidence, key=lambda e: (e.time, e.provenance[0].seq))]
+    times = [e.time for e in sorted(ctx.evidence, key=lambda e: (e.time, e.provenance.seq))]
     assert ctx.text.count("---") >= 2
-    assert all(e.trace_ids[0] in ctx.text for e in ctx.evidence)
+    assert all(e.trace_id in ctx.text for e in ctx.evidence)
     assert times == sorted(times)
 
 

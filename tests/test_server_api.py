@@ -7,6 +7,7 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
+from internals import store_of
 from zeromem import Config, EncoderConfig, Memory
 from zeromem.interfaces.server import ServerSettings, create_app
 from zeromem.reader.base import ReaderAnswer
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 def make_key(mem: Memory, user: str | None, agent: str | None = None) -> dict[str, str]:
     key_id, key, key_hash = new_api_key()
-    mem.store.add_api_key(key_id, key_hash, Scope(user, agent), None)
+    store_of(mem).add_api_key(key_id, key_hash, Scope(user, agent), None)
     return {"Authorization": f"Bearer {key}", "X-Key-Id": key_id}
 
 
@@ -82,7 +83,7 @@ def test_revoked_key_stops_working(served):
     client, mem, _ = served
     headers = make_key(mem, "carol")
     assert client.get("/v1/stats", headers=headers).status_code == 200
-    mem.store.revoke_api_key(headers["X-Key-Id"])
+    store_of(mem).revoke_api_key(headers["X-Key-Id"])
     assert client.get("/v1/stats", headers=headers).status_code == 401
 
 
@@ -175,7 +176,7 @@ def test_search_context_and_why(client, served, example_path):
     assert len(result["evidence"]) == 3 and result["degraded"] == []
     top = result["evidence"][0]
     assert any(place in top["text"] for place in ("Logan Square", "Capitol Hill"))
-    assert top["provenance"][0]["trace_id"] == top["trace_ids"][0] and top["provenance"][0]["session"]
+    assert top["provenance"]["trace_id"] == top["trace_id"] and top["provenance"]["session"]
     assert {"graph", "hierarchy", "dense_cosine"} <= set(top["why"])
     bare = client.post("/v1/search", headers=headers, json={"query": "Priya", "k": 2, "why": False}).json()
     assert bare["evidence"][0]["why"] is None
@@ -203,7 +204,7 @@ def test_answer_needs_a_reader_then_uses_it(served, example_path):
     finally:
         app.state.reader = None
     assert "Biscuit" in answered["answer"] and answered["prompt_tokens"] == 42
-    assert answered["context"]["evidence"][0]["provenance"][0]["speaker"] == "Ana"
+    assert answered["context"]["evidence"][0]["provenance"]["speaker"] == "Ana"
 
 
 def test_import_of_a_bad_file_stores_nothing(client, served):

@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from internals import store_of
 from zeromem import Config, Memory
 from zeromem.interfaces.cli import app as cli_app
 from zeromem.interfaces.cli_service import worker_options
@@ -39,7 +40,7 @@ def memory(tmp_path):
 
 def _key(mem: Memory, user: str) -> dict[str, str]:
     key_id, key, key_hash = new_api_key()
-    mem.store.add_api_key(key_id, key_hash, Scope(user, None), None)
+    store_of(mem).add_api_key(key_id, key_hash, Scope(user, None), None)
     return {"Authorization": f"Bearer {key}"}
 
 
@@ -55,11 +56,11 @@ def test_a_cross_site_upload_is_refused_and_stores_nothing(memory):
     assert "--allow-origin" in refused.json()["error"]["message"]
     for origin in ("null", "http://127.0.0.1:9999", "http://localhost:8420"):
         assert client.post("/v1/traces", headers={"Origin": origin}, json={"text": "x"}).status_code == 403
-    assert memory.stats(user="me")["traces"] == 0
+    assert memory.stats(user="me").traces == 0
     # the inspector's own origin, and programs that send none, are served
     assert client.post("/v1/traces", headers={"Origin": LOCAL}, json={"text": "mine"}).status_code == 201
     assert client.post("/v1/traces", json={"text": "from curl"}).status_code == 201
-    assert memory.stats(user="me")["traces"] == 2
+    assert memory.stats(user="me").traces == 2
 
 
 def test_keys_do_not_open_the_door_either(memory):
@@ -142,7 +143,7 @@ def test_a_chunked_body_over_the_limit_is_413(memory):
         assert response.json()["error"]["type"] == "PayloadTooLarge"
     upload = client.post("/v1/import", files=_upload(b'{"text": "x"}\n' * 200))
     assert upload.status_code == 413
-    assert memory.stats(user="me")["traces"] == 0
+    assert memory.stats(user="me").traces == 0
 
 
 def test_a_deeply_nested_metadata_filter_is_a_400(memory):

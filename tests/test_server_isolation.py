@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from internals import store_of
 from zeromem import Memory
 from zeromem.interfaces.server import ServerSettings, create_app
 from zeromem.store.keys import new_api_key
@@ -38,7 +39,7 @@ def client(tmp_path_factory):
 
 def _key(mem: Memory, user: str, agent: str | None) -> dict[str, str]:
     key_id, key, key_hash = new_api_key()
-    mem.store.add_api_key(key_id, key_hash, Scope(user, agent), None)
+    store_of(mem).add_api_key(key_id, key_hash, Scope(user, agent), None)
     return {"Authorization": f"Bearer {key}"}
 
 
@@ -88,7 +89,7 @@ def test_a_key_never_reaches_another_scope(client, ops):
             assert {t["id"] for t in response.json()["traces"]} == {t for t, o in owner.items() if o == who}
         elif op == "search":
             response = http.post("/v1/search", headers=headers, json={"query": "secret harbour", "k": 20})
-            found = {tid for ev in response.json()["evidence"] for tid in ev["trace_ids"]}
+            found = {ev["trace_id"] for ev in response.json()["evidence"]}
             assert found <= {t for t, o in owner.items() if o == who}
         else:
             response = http.get("/v1/sessions", headers=headers)

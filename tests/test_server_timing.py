@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from internals import store_of
 from zeromem import Config, Memory
 from zeromem.bench.serve import server_timing
 from zeromem.interfaces.server import ServerSettings, create_app
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.slow
 def test_every_stage_a_request_uses_is_timed_and_summed(tmp_path):
     mem = Memory(tmp_path / "m.db", config=Config(index_on_write=True))
     key_id, key, key_hash = new_api_key()
-    mem.store.add_api_key(key_id, key_hash, Scope("ana", None), None)
+    store_of(mem).add_api_key(key_id, key_hash, Scope("ana", None), None)
     headers = {"Authorization": f"Bearer {key}"}
     app = create_app(mem, ServerSettings(warm_up=False))
     create_app(mem, ServerSettings(warm_up=False))  # a second app on the Memory times nothing twice

@@ -15,7 +15,7 @@ def test_deleted_trace_is_not_found_and_not_listed(mem):
     with pytest.raises(NotFound):
         mem.get(drop)
     assert [t.id for t in mem.list()] == [keep]
-    assert mem.stats()["traces"] == 1
+    assert mem.stats().traces == 1
 
 
 def test_deleting_twice_is_not_found(mem):

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from internals import store_of
 from zeromem import EmbedderMismatch, InvalidInput, Memory, StoreError
 from zeromem.config import Config, EncoderConfig
 from zeromem.encoders import fingerprint as efp
@@ -129,7 +130,7 @@ def test_same_embedder_compares_dim_backend_then_weights_else_names():
 # -- recording and checking in a store ----------------------------------------------------------
 @pytest.fixture
 def store(mem):
-    return mem.store
+    return store_of(mem)
 
 
 def test_the_first_check_records_and_the_same_embedder_passes(store):
@@ -199,9 +200,9 @@ def test_delete_scope_forgets_that_scopes_fingerprint_only(store):
 
 def test_the_record_survives_reopening(db_path):
     with Memory(db_path) as mem:
-        check_fingerprint(mem.store, Scope("ana"), _fp())
+        check_fingerprint(store_of(mem), Scope("ana"), _fp())
     with Memory(db_path) as mem, pytest.raises(EmbedderMismatch):
-        check_fingerprint(mem.store, Scope("ana"), _fp(dim=768))
+        check_fingerprint(store_of(mem), Scope("ana"), _fp(dim=768))
 
 
 def test_a_malformed_fingerprint_is_invalid_input(store):

@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 
+from internals import indexer_of, store_of
 from zeromem import Memory, StoreError
 from zeromem.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
 
@@ -62,7 +63,7 @@ def test_a_version_1_file_migrates_forward_and_keeps_its_traces(db_path):
     with Memory(db_path) as mem:
         assert [t.text for t in mem.list()] == ["from an old file"]
         new = mem.add("new")
-        rowids = {t.text: mem.store.ids.parse(t.id) for t in mem.list()}
+        rowids = {t.text: store_of(mem).ids.parse(t.id) for t in mem.list()}
         assert rowids == {"from an old file": 1, "new": 2} and mem.get(new).text == "new"
     assert _user_version(db_path) == SCHEMA_VERSION
 
@@ -82,5 +83,5 @@ def test_a_version_2_file_re_derives_only_the_sessions_whose_segmentation_change
                      " VALUES ('', '', ?, 0, 'hello', 'user', '2023-01-01T00:00:00', ?)", (session, attachments))
     conn.close()
     with Memory(db_path) as mem:
-        assert mem.indexer.pending_sessions(mem.scope) == ["pictures"]
+        assert indexer_of(mem).pending_sessions(mem.scope) == ["pictures"]
     assert _user_version(db_path) == SCHEMA_VERSION

@@ -32,9 +32,9 @@ def test_list_and_stats_see_only_their_scope(mem):
     for user, agent in SCOPES:
         texts = [t.text for t in mem.list(user=user, agent=agent)]
         assert texts == [f"{user}/{agent} {i}" for i in range(3)]
-        assert mem.stats(user=user, agent=agent)["traces"] == 3
-    assert mem.stats(all_scopes=True)["traces"] == 3 * len(SCOPES)
-    assert mem.stats(all_scopes=True)["scopes"] == len(SCOPES)
+        assert mem.stats(user=user, agent=agent).traces == 3
+    assert mem.stats(all_scopes=True).traces == 3 * len(SCOPES)
+    assert mem.stats(all_scopes=True).scopes == len(SCOPES)
 
 
 def test_delete_scope_removes_that_scope_only(mem):

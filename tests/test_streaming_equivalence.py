@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from internals import encoders_of, store_of
 from zeromem import Memory
 from zeromem.config import Config
 from zeromem.retrieval import persist
@@ -52,7 +53,7 @@ op = st.one_of(
 
 
 def evidence(memory: Memory) -> list[list[tuple]]:
-    return [[(e.trace_ids, e.score, e.why["reason"]) for e in memory.search(q, k=5)] for q in QUERIES]
+    return [[(e.trace_id, e.score, e.why["reason"]) for e in memory.search(q, k=5)] for q in QUERIES]
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -76,8 +77,8 @@ def test_any_write_sequence_gives_the_evidence_of_a_full_rebuild(tmp_path_factor
             if kind == "reopen":
                 memory.close()
                 memory = Memory(path, config=config)
-                if snapshots and searched and memory.stats()["traces"]:
-                    assert memory.store.snapshot_version(memory.scope, persist.FORMAT) is not None
+                if snapshots and searched and memory.stats().traces:
+                    assert store_of(memory).snapshot_version(memory.scope, persist.FORMAT) is not None
                 searched = False
                 continue
             if kind == "add":
@@ -120,21 +121,21 @@ def test_a_scope_of_one_trace_answers_a_matching_query(tmp_path):
     with Memory(tmp_path / "one.db") as memory:
         tid = memory.add("I adopted a grey cat.", session="s1", speaker="Ana")
         found = memory.search("grey cat")
-    assert [e.trace_ids for e in found] == [(tid,)]
+    assert [e.trace_id for e in found] == [tid]
 
 
 def test_another_process_writes_are_seen_by_the_next_search(tmp_path):
     path = tmp_path / "two.db"
     with Memory(path) as reader, Memory(path) as writer:
         first = writer.add("Caroline adopted a grey cat named Biscuit.", session="s1", speaker="Caroline")
-        assert reader.search("grey cat Biscuit", k=3)[0].trace_ids == (first,)
+        assert reader.search("grey cat Biscuit", k=3)[0].trace_id == first
         second = writer.add("Melanie moved to Denver in June.", session="s2", speaker="Melanie")
-        assert (second,) in [e.trace_ids for e in reader.search("Denver", k=3)]
+        assert second in [e.trace_id for e in reader.search("Denver", k=3)]
         writer.update(second, text="Melanie moved to Lisbon in June.")
         texts = [e.text for e in reader.search("Where did Melanie move?", k=3)]
         assert "Melanie moved to Lisbon in June." in texts and not any("Denver" in t for t in texts)
         writer.delete(first)
-        assert all((first,) != e.trace_ids for e in reader.search("grey cat Biscuit", k=3))
+        assert all(first != e.trace_id for e in reader.search("grey cat Biscuit", k=3))
         writer.delete_scope()
         assert reader.search("Lisbon", k=3) == []
 
@@ -147,9 +148,9 @@ def test_vectors_from_another_embedder_are_refused_with_the_command_to_fix_it(tm
     with Memory(path, user="u") as memory:
         memory.add("Caroline adopted a grey cat.", session="s1", speaker="Caroline")
         key = fingerprint_key(memory.scope)
-        other = dict(memory.encoders.fingerprint, model="BAAI/bge-small-en-v1.5", dim=384,
+        other = dict(encoders_of(memory).fingerprint, model="BAAI/bge-small-en-v1.5", dim=384,
                      weights_sha256="0" * 64)
-        memory.store.set_meta(key, json.dumps(other))
+        store_of(memory).set_meta(key, json.dumps(other))
     with Memory(path, user="u") as memory:
         with pytest.raises(EmbedderMismatch, match="reindex"):
             memory.search("grey cat")

@@ -39,7 +39,7 @@ def test_a_title_normalizes_to_the_key_of_the_entity_it_names(title, mention):
 def test_a_query_naming_a_title_finds_the_titled_trace_whose_text_never_says_it(notes):
     memory, ids = notes
     top = memory.search("What happened with Project Kestrel?", k=3)
-    assert top[0].trace_ids == (ids[0],)
+    assert top[0].trace_id == ids[0]
     assert top[0].why["h_title"] == 1.0
     assert memory.get(ids[0]).title == "Project Kestrel"
 
@@ -55,11 +55,11 @@ def test_a_session_name_is_not_a_title(tmp_path):
 def test_retitling_and_deleting_change_what_a_title_finds(notes):
     memory, ids = notes
     memory.update(ids[0], metadata={"title": "Budget 2026"})
-    by_id = {e.trace_ids[0]: e for e in memory.search("What happened with Project Kestrel?", k=4)}
+    by_id = {e.trace_id: e for e in memory.search("What happened with Project Kestrel?", k=4)}
     assert all(e.why["h_title"] == 0.0 for e in by_id.values())
-    assert memory.search("Budget 2026", k=1)[0].trace_ids == (ids[0],)
+    assert memory.search("Budget 2026", k=1)[0].trace_id == ids[0]
     memory.delete(ids[3])
-    assert ids[3] not in {e.trace_ids[0] for e in memory.search("Island trip", k=4)}
+    assert ids[3] not in {e.trace_id for e in memory.search("Island trip", k=4)}
 
 
 def test_titles_survive_a_persisted_index(tmp_path):
@@ -71,9 +71,9 @@ def test_titles_survive_a_persisted_index(tmp_path):
     with Memory(path, config=config) as memory:
         for i, (text, title) in enumerate(NOTES):
             memory.add(text, session=f"note {i}", metadata={"title": title} if title else None)
-        first = [(e.trace_ids, e.score) for e in memory.search("Garden log", k=3)]
+        first = [(e.trace_id, e.score) for e in memory.search("Garden log", k=3)]
     with Memory(path, config=config) as memory:
-        assert [(e.trace_ids, e.score) for e in memory.search("Garden log", k=3)] == first
+        assert [(e.trace_id, e.score) for e in memory.search("Garden log", k=3)] == first
         assert first[0][0] == (memory.list(limit=10)[1].id,)
 
 
@@ -87,7 +87,7 @@ def _page_ppr(path, titled: bool) -> float:
                                     "The bridge reopened in spring.", "Prices of wool rose sharply.",
                                     "A new school opened near the harbour."]):
             memory.add(filler, session=f"p{i + 3}")
-        evidence = {e.trace_ids[0]: e for e in memory.search("What did Ingrid Halvorsen study?", k=3)}
+        evidence = {e.trace_id: e for e in memory.search("What did Ingrid Halvorsen study?", k=3)}
         assert page in evidence
         return evidence[page].why["ppr"]
 
@@ -106,7 +106,7 @@ def test_a_bad_title_is_refused_and_stores_nothing(tmp_path, title, message):
     with Memory(tmp_path / "m.db") as memory:
         with pytest.raises(InvalidInput, match=message):
             memory.add("text", metadata={"title": title})
-        assert memory.stats()["traces"] == 0
+        assert memory.stats().traces == 0
         tid = memory.add("text", metadata={"title": "Fine"})
         with pytest.raises(InvalidInput, match=message):
             memory.update(tid, metadata={"title": title})
@@ -123,7 +123,7 @@ def test_a_title_written_in_lower_case_by_a_writer_who_capitalizes_names_counts_
         page = memory.add("A British magazine that ran from 1950 to 1967.", session="p1",
                           metadata={"title": "Science Fantasy (magazine)"})
         memory.add("Companion books narrate the stories of the enslaved worlds.", session="p2")
-        evidence = {e.trace_ids[0]: e for e in memory.search(query, k=2)}
+        evidence = {e.trace_id: e for e in memory.search(query, k=2)}
         assert evidence[page].why["h_title"] == strength
 
 
@@ -143,8 +143,8 @@ def test_a_title_inside_a_longer_title_the_query_names_is_not_named(tmp_path, qu
         ids = {memory.add(text, session=title, metadata={"title": title}): title.split(" (")[0]
                for title, text in pages.items()}
         memory.add("Nothing titled here.", session="other")
-        found = {ids[e.trace_ids[0]] for e in memory.search(query, k=4)
-                 if e.trace_ids[0] in ids and e.why["h_title"] > 0}
+        found = {ids[e.trace_id] for e in memory.search(query, k=4)
+                 if e.trace_id in ids and e.why["h_title"] > 0}
         assert found == named
 
 
@@ -156,8 +156,8 @@ def test_a_date_or_number_in_a_page_does_not_lead_to_the_page_titled_like_it(tmp
     with Memory(tmp_path / "m.db") as memory:
         ids = {memory.add(text, session=title, metadata={"title": title}): title for title, text in pages.items()}
         memory.add("The bakery on the corner sells rye bread.", session="other")
-        reasons = {ids[e.trace_ids[0]]: e.why["reason"] for e in memory.search(
-            "Which rocket maker runs Harbor Field?", k=5) if e.trace_ids[0] in ids}
+        reasons = {ids[e.trace_id]: e.why["reason"] for e in memory.search(
+            "Which rocket maker runs Harbor Field?", k=5) if e.trace_id in ids}
         assert reasons["Harbor Field"] == "primary"
         assert reasons["Orbital Works"].startswith("named in")  # the name leads to its page
         assert not any(reasons.get(t, "").startswith("named in") for t in ("September (film)", "2 (album)"))

@@ -8,6 +8,7 @@ import sqlite3
 
 import pytest
 
+from internals import store_of
 from zeromem import Memory
 from zeromem.config import Config
 from zeromem.errors import InvalidInput, NotFound, StoreError
@@ -70,29 +71,29 @@ def test_ids_are_stable_across_reopening_and_do_not_reveal_other_scopes(tmp_path
         assert [t.id for t in mem.list()] == [first, second]
         assert mem.get(second).text == "two"
         # The 50 traces of another scope in between leave no trace in ana's ids.
-        assert mem.store.ids.parse(second) - mem.store.ids.parse(first) == 51
+        assert store_of(mem).ids.parse(second) - store_of(mem).ids.parse(first) == 51
         assert all(ID_SHAPE.fullmatch(i) for i in (first, second))
         with pytest.raises(NotFound, match="no trace"):
-            mem.get(mem.store.ids.format(mem.store.ids.parse(first) + 1))  # bo's: not in this scope
+            mem.get(store_of(mem).ids.format(store_of(mem).ids.parse(first) + 1))  # bo's: not in this scope
 
 
 def test_the_id_key_cannot_be_changed_or_removed(tmp_path):
     with Memory(tmp_path / "m.db", config=Config(index_on_write=False)) as mem:
-        key = mem.store.get_meta(ID_KEY)
+        key = store_of(mem).get_meta(ID_KEY)
         assert key is not None and len(bytes.fromhex(key)) == 16
-        for change in (lambda: mem.store.set_meta(ID_KEY, "00" * 16),
-                       lambda: mem.store.setdefault_meta(ID_KEY, "00" * 16),
-                       lambda: mem.store.delete_meta(ID_KEY)):
+        for change in (lambda: store_of(mem).set_meta(ID_KEY, "00" * 16),
+                       lambda: store_of(mem).setdefault_meta(ID_KEY, "00" * 16),
+                       lambda: store_of(mem).delete_meta(ID_KEY)):
             with pytest.raises(InvalidInput, match="trace id key"):
                 change()
-        assert mem.store.get_meta(ID_KEY) == key
+        assert store_of(mem).get_meta(ID_KEY) == key
 
 
 def test_every_store_gets_its_own_key(tmp_path):
     keys = set()
     for name in ("a.db", "b.db"):
         with Memory(tmp_path / name, config=Config(index_on_write=False)) as mem:
-            keys.add(mem.store.get_meta(ID_KEY))
+            keys.add(store_of(mem).get_meta(ID_KEY))
     assert len(keys) == 2
 
 
@@ -107,6 +108,6 @@ def test_a_store_from_before_opaque_ids_gets_a_key_on_first_open(tmp_path):
     conn.close()
     with Memory(db, config=Config(index_on_write=False)) as mem:
         [trace] = mem.list()
-        assert ID_SHAPE.fullmatch(trace.id) and mem.store.ids.parse(trace.id) == 1
+        assert ID_SHAPE.fullmatch(trace.id) and store_of(mem).ids.parse(trace.id) == 1
     with Memory(db, config=Config(index_on_write=False)) as mem:
         assert [t.id for t in mem.list()] == [trace.id]

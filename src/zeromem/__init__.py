@@ -1,4 +1,8 @@
-"""zeromem: a memory layer for LLM agents with zero LLM calls in every memory operation."""
+"""zeromem: a memory layer for LLM agents with zero LLM calls in every memory operation.
+
+Everything public is in ``__all__``; any other name (and every module not re-exported here)
+is internal and may change without notice.
+"""
 
 from .config import Config, EncoderConfig, RetrievalConfig
 from .errors import (
@@ -9,33 +13,68 @@ from .errors import (
                      StoreError,
                      ZeromemError,
 )
+from .indexes.indexer import RefreshReport
+from .ingest import ImportResult
 from .lifecycle.active import ActiveEntry, ActiveMemory
 from .lifecycle.cards import Card
 from .lifecycle.survival import SurvivalLaw
 from .memory import Memory
+from .results import (
+                     CompactReport,
+                     Health,
+                     IndexCacheStats,
+                     Neighbour,
+                     NeighbourEntity,
+                     Neighbourhood,
+                     SessionInfo,
+                     Stats,
+)
 from .retrieval.answer_calibration import Answer
-from .types import Evidence, HistoryEvent, Provenance, Scope, Trace
+from .retrieval.engine import SearchResult
+from .retrieval.reading import HasText, Reader
+from .retrieval.render import RenderedContext
+from .store.base import DeleteReceipt, TraceDraft
+from .types import SAME_SCOPE, Evidence, HistoryEvent, Provenance, SameScope, Scope, TimeLike, Trace
 
 __all__ = [
+                     "SAME_SCOPE",
                      "ActiveEntry",
                      "ActiveMemory",
                      "Answer",
                      "Card",
+                     "CompactReport",
                      "Config",
+                     "DeleteReceipt",
                      "EmbedderMismatch",
                      "EncoderConfig",
                      "Evidence",
+                     "HasText",
+                     "Health",
                      "HistoryEvent",
+                     "ImportResult",
+                     "IndexCacheStats",
                      "InvalidInput",
                      "Memory",
                      "ModelUnavailable",
+                     "Neighbour",
+                     "NeighbourEntity",
+                     "Neighbourhood",
                      "NotFound",
                      "Provenance",
+                     "Reader",
+                     "RefreshReport",
+                     "RenderedContext",
                      "RetrievalConfig",
+                     "SameScope",
                      "Scope",
+                     "SearchResult",
+                     "SessionInfo",
+                     "Stats",
                      "StoreError",
                      "SurvivalLaw",
+                     "TimeLike",
                      "Trace",
+                     "TraceDraft",
                      "ZeromemError",
 ]
-__version__ = "0.1.0"
+__version__ = "1.0.0"

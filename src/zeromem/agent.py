@@ -361,7 +361,7 @@ class AgentLoop:
 
         The contract expected of ``Memory.active(budget_tokens=N)``: text, or an object with a
         ``.text`` block and the traces it shows as ``.evidence`` (Evidence, like a
-        ``RenderedContext``) or ``.trace_ids``.
+        ``RenderedContext``: their ``.trace_id``) or ``.trace_ids``.
         """
         active = getattr(self.memory, "active", None)
         if not callable(active):
@@ -387,7 +387,7 @@ class AgentLoop:
             prompt.active = ""
             warnings.append("active memory did not fit the budget by this loop's tokenizer; left out")
             return
-        ids = [tid for ev in getattr(got, "evidence", ()) for tid in getattr(ev, "trace_ids", ())]
+        ids = [ev.trace_id for ev in getattr(got, "evidence", ()) if isinstance(getattr(ev, "trace_id", None), str)]
         ids += list(getattr(got, "trace_ids", ()))
         prompt.active_ids = tuple(dict.fromkeys(ids))
         shown.update(prompt.active_ids)
@@ -425,7 +425,7 @@ class AgentLoop:
             return
         # A search missing a model still answers; what it went without is passed on.
         warnings.extend(f"memory search degraded: {line}" for line in getattr(searched, "degraded", ()))
-        fresh = [ev for ev in searched.evidence if not shown.intersection(ev.trace_ids)][: self.k]
+        fresh = [ev for ev in searched.evidence if ev.trace_id not in shown][: self.k]
         admitted: list[Evidence] = []
         for ev in fresh:
             rendered = self.memory.render([*admitted, ev], budget_tokens=None)
@@ -433,7 +433,7 @@ class AgentLoop:
             if self._fits(question, prompt):
                 admitted.append(ev)
         prompt.evidence = self.memory.render(admitted, budget_tokens=None).text if admitted else ""
-        prompt.evidence_ids = tuple(tid for ev in admitted for tid in ev.trace_ids)
+        prompt.evidence_ids = tuple(ev.trace_id for ev in admitted)
         shown.update(prompt.evidence_ids)
 
     # -- accounting -------------------------------------------------------------------------

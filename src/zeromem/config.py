@@ -70,6 +70,9 @@ class RetrievalConfig:
 
 @dataclass(slots=True)
 class Config:
+    """Everything a ``Memory`` is built with: the encoders, retrieval settings, and the
+    store-wide limits below (each documented where it is defined)."""
+
     encoders: EncoderConfig = field(default_factory=EncoderConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     max_text_chars: int = 100_000

@@ -19,21 +19,39 @@ from .ingest import ImportResult, check_conversations, load_file, skip_stored
 from .lifecycle.active import ACTIVE_HEADING, EVIDENCE_HEADING, ActiveMemory
 from .lifecycle.cards import Card
 from .lifecycle.service import ARCHIVED, PINNED, Lifecycle, check_lifecycle_metadata
+from .results import (
+    CompactReport,
+    Health,
+    Neighbour,
+    NeighbourEntity,
+    Neighbourhood,
+    SessionInfo,
+    Stats,
+)
 from .retrieval.answer_calibration import Answer, calibrate_answer
 from .retrieval.engine import SearchResult
+from .retrieval.reading import Reader
 from .retrieval.render import RenderedContext
 from .retrieval.retriever import Retriever
 from .store import TraceDraft, open_store, validate
 from .store.base import DeleteReceipt, scope_key
-from .types import Evidence, HistoryEvent, Scope, Trace
+from .types import SAME_SCOPE, Evidence, HistoryEvent, SameScope, Scope, TimeLike, Trace
 
-_UNSET: Any = object()
 _log = logging.getLogger("zeromem")
 _DRAFT_FIELDS = set(TraceDraft.__slots__)
 
 
 class Memory:
     """An agent's memory, backed by an embedded SQLite file (the source of record).
+
+    ``path`` is a SQLite file (default: ``Config``'s default path), ``":memory:"``, or a
+    ``postgresql://`` URL. ``user`` and ``agent`` name the scope every call reads and writes;
+    each method's ``user=`` / ``agent=`` overrides it for that call (``SAME_SCOPE``, the
+    default, keeps this memory's own; None means "no user" / "no agent").
+
+    Naming: ``k`` is the number of ranked results (search, render_context, answer); ``limit``
+    caps a listing (list, cards, neighbourhood); ``filters`` keeps traces whose metadata
+    equals the given values (search, list). Times are ``TimeLike``.
 
     >>> mem = Memory(":memory:")
     >>> tid = mem.add("I moved to Denver last week.", speaker="Ana", session="s1")
@@ -45,60 +63,63 @@ class Memory:
                  agent: str | None = None, config: Config | None = None) -> None:
         if config is not None and not isinstance(config, Config):
             raise InvalidInput(f"config must be a zeromem Config, got {type(config).__name__}")
-        self.config = config or Config()
-        self.store = open_store(path if path is not None else default_db_path(),
+        self.config: Config = config or Config()
+        self._store = open_store(path if path is not None else default_db_path(),
                                 max_text_chars=self.config.max_text_chars,
                                 lock_timeout_s=self.config.lock_timeout_s)
-        self.scope = Scope(user, agent)
-        self.encoders = Encoders(self.config.encoders, sample=lambda: store_sample(self.store))
+        self.scope: Scope = Scope(user, agent)
+        self._encoders = Encoders(self.config.encoders, sample=lambda: store_sample(self._store))
         retrieval = self.config.retrieval
-        self.indexer = Indexer(self.store, lambda: self.encoders, window_turns=retrieval.window_turns,
+        self._indexer = Indexer(self._store, lambda: self._encoders, window_turns=retrieval.window_turns,
                                stride=retrieval.window_stride)
-        self.retriever = Retriever(self.store, self.indexer, self.encoders, retrieval,
+        self._retriever = Retriever(self._store, self._indexer, self._encoders, retrieval,
                                    _cache_bytes(self.config.index_cache_mb))
-        self.lifecycle = Lifecycle(self.store, lambda: self.encoders)
+        self._lifecycle = Lifecycle(self._store, lambda: self._encoders)
 
     # -- lifecycle ----------------------------------------------------------------------
     @property
     def path(self) -> str:
-        return self.store.path
+        """Where the store is: a file path, ``":memory:"``, or a URL without its password."""
+        return self._store.path
 
     def close(self) -> None:
         """Persist large scopes' indexes that changed (so the next open is fast), then close."""
         try:
-            self.retriever.save_all()
+            self._retriever.save_all()
         except Exception as exc:  # noqa: BLE001 - a cache; the store itself is intact
             _log.warning("zeromem: could not persist the in-memory index: %s", exc)
-        self.store.close()
+        self._store.close()
 
     def __enter__(self) -> Self:
+        """``with Memory(...) as mem:`` closes it at the end of the block."""
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Close (see ``close``)."""
         self.close()
 
-    def _scope(self, user: Any, agent: Any) -> Scope:
-        return Scope(self.scope.user if user is _UNSET else user,
-                     self.scope.agent if agent is _UNSET else agent)
+    def _scope(self, user: str | SameScope | None, agent: str | SameScope | None) -> Scope:
+        return Scope(self.scope.user if user is SAME_SCOPE else user,
+                     self.scope.agent if agent is SAME_SCOPE else agent)
 
     # -- writes -------------------------------------------------------------------------
     def add(self, text: str, *, session: str | None = None, speaker: str | None = None,
-            role: str | None = None, session_time: Any = None, event_time: Any = None,
+            role: str | None = None, session_time: TimeLike = None, event_time: TimeLike = None,
             seq: int | None = None, source_id: str | None = None,
             metadata: Mapping[str, Any] | None = None, attachments: Iterable[str] | None = None,
-            user: str | None = _UNSET, agent: str | None = _UNSET) -> str:
+            user: str | SameScope | None = SAME_SCOPE, agent: str | SameScope | None = SAME_SCOPE) -> str:
         """Store one trace verbatim and return its short id (e.g. ``'t4k2x9q7m'``)."""
         check_lifecycle_metadata(metadata)
         draft = TraceDraft(text=text, session=session, speaker=speaker, role=role,
                            session_time=session_time, event_time=event_time, seq=seq,
                            source_id=source_id, metadata=metadata, attachments=attachments)
         scope = self._scope(user, agent)
-        tid = self.store.add_many([draft], scope)[0]
+        tid = self._store.add_many([draft], scope)[0]
         self._derive(scope)
         return tid
 
     def add_many(self, traces: Iterable[Mapping[str, Any] | TraceDraft], *,
-                 user: str | None = _UNSET, agent: str | None = _UNSET) -> list[str]:
+                 user: str | SameScope | None = SAME_SCOPE, agent: str | SameScope | None = SAME_SCOPE) -> list[str]:
         """Store a batch (e.g. a whole conversation) in one transaction: all or nothing."""
         if isinstance(traces, (str, bytes, Mapping)) or not isinstance(traces, Iterable):
             raise InvalidInput("add_many takes a list of traces (dicts with at least 'text')")
@@ -106,13 +127,13 @@ class Memory:
         for draft in drafts:
             check_lifecycle_metadata(draft.metadata)
         scope = self._scope(user, agent)
-        ids = self.store.add_many(drafts, scope)
+        ids = self._store.add_many(drafts, scope)
         self._derive(scope)
         return ids
 
     def import_file(self, path: str | Path, *, format: str | None = None,
-                    allow_duplicates: bool = False, user: str | None = _UNSET,
-                    agent: str | None = _UNSET) -> ImportResult:
+                    allow_duplicates: bool = False, user: str | SameScope | None = SAME_SCOPE,
+                    agent: str | SameScope | None = SAME_SCOPE) -> ImportResult:
         """Import a LoCoMo, OpenAI-chat or JSONL file; returns {conversation name: new trace ids}.
 
         Every trace of every conversation is checked before the first one is stored, and all
@@ -128,21 +149,21 @@ class Memory:
         if not isinstance(allow_duplicates, bool):
             raise InvalidInput(f"allow_duplicates must be True or False, got {allow_duplicates!r}")
         conversations = load_file(path, format=format)
-        check_conversations(conversations, self.store, names_as_scopes=False)
+        check_conversations(conversations, self._store, names_as_scopes=False)
         scope = self._scope(user, agent)
         batches = [([_to_draft(item, index) for index, item in enumerate(conv.drafts)], scope)
                    for conv in conversations]
         skipped = [0] * len(batches)
         if not allow_duplicates:
-            batches, skipped = skip_stored(self.store, batches)
-        ids = self.store.add_batches(batches)  # one transaction: the whole file or nothing
+            batches, skipped = skip_stored(self._store, batches)
+        ids = self._store.add_batches(batches)  # one transaction: the whole file or nothing
         self._derive(scope)
         return ImportResult({conv.name: conv_ids for conv, conv_ids in zip(conversations, ids)},
                             {conv.name: count for conv, count in zip(conversations, skipped)})
 
     def update(self, trace_id: str, *, text: str | None = None,
                metadata: Mapping[str, Any] | None = None, keep_history: bool = True,
-               user: str | None = _UNSET, agent: str | None = _UNSET) -> Trace:
+               user: str | SameScope | None = SAME_SCOPE, agent: str | SameScope | None = SAME_SCOPE) -> Trace:
         """Replace a trace's text and/or metadata.
 
         The old version stays in its history (``history``), by design, so that every change
@@ -152,12 +173,12 @@ class Memory:
         """
         check_lifecycle_metadata(metadata)  # as add does: importance, pinned, archived, expires_at
         scope = self._scope(user, agent)
-        trace = self.store.update(trace_id, scope, text=text, metadata=metadata, keep_history=keep_history)
+        trace = self._store.update(trace_id, scope, text=text, metadata=metadata, keep_history=keep_history)
         self._derive(scope)
         return trace
 
-    def delete(self, trace_id: str, *, keep_history: bool = False, user: str | None = _UNSET,
-               agent: str | None = _UNSET) -> DeleteReceipt:
+    def delete(self, trace_id: str, *, keep_history: bool = False, user: str | SameScope | None = SAME_SCOPE,
+               agent: str | SameScope | None = SAME_SCOPE) -> DeleteReceipt:
         """Delete one trace and erase its text; returns a receipt of what was removed where.
 
         The text leaves every table (the history keeps tombstones: event and time, no text),
@@ -167,56 +188,65 @@ class Memory:
         ``keep_history=True`` keeps the old text and metadata in the history instead.
         """
         scope = self._scope(user, agent)
-        receipt = self.store.delete(trace_id, scope, keep_history=keep_history)
+        receipt = self._store.delete(trace_id, scope, keep_history=keep_history)
         self._derive(scope)
         return receipt
 
-    def delete_session(self, session: str, *, keep_history: bool = False, user: str | None = _UNSET,
-                       agent: str | None = _UNSET) -> DeleteReceipt:
+    def delete_session(self, session: str, *, keep_history: bool = False, user: str | SameScope | None = SAME_SCOPE,
+                       agent: str | SameScope | None = SAME_SCOPE) -> DeleteReceipt:
         """Delete every trace of one session (a whole conversation) as ``delete`` deletes one;
         NotFound if the scope has no such session."""
         scope = self._scope(user, agent)
-        receipt = self.store.delete_session(session, scope, keep_history=keep_history)
+        receipt = self._store.delete_session(session, scope, keep_history=keep_history)
         self._derive(scope)
         return receipt
 
-    def delete_scope(self, *, user: str | None = _UNSET, agent: str | None = _UNSET) -> DeleteReceipt:
+    def delete_scope(self, *, user: str | SameScope | None = SAME_SCOPE,
+                     agent: str | SameScope | None = SAME_SCOPE) -> DeleteReceipt:
         """Delete everything stored for one (user, agent) scope, and only that scope: traces,
         history, derived rows and facts; returns the receipt (``receipt.traces``: how many)."""
         scope = self._scope(user, agent)
-        receipt = self.store.delete_scope(scope)
-        self.retriever.forget(scope)  # this process's in-memory index of it goes too
+        receipt = self._store.delete_scope(scope)
+        self._retriever.forget(scope)  # this process's in-memory index of it goes too
         return receipt
 
-    def compact(self) -> dict[str, Any]:
+    def compact(self) -> CompactReport:
         """Rewrite the store's files without the space erasures freed (every scope; slow on a
         large store). SQLite already overwrites erased bytes (secure_delete); PostgreSQL needs
         this (VACUUM FULL) to drop deleted row versions from its files: see the receipt's
         ``retained`` and the returned ``retained`` for what stays."""
-        return self.store.compact()
+        done = self._store.compact()
+        return CompactReport(store=done["store"], bytes_before=done["bytes_before"],
+                             bytes_after=done["bytes_after"], retained=tuple(done.get("retained", ())),
+                             checkpointed=done.get("checkpointed"),
+                             done=tuple(done["done"]) if "done" in done else None)
 
     # -- reads --------------------------------------------------------------------------
-    def get(self, trace_id: str, *, user: str | None = _UNSET, agent: str | None = _UNSET) -> Trace:
+    def get(self, trace_id: str, *, user: str | SameScope | None = SAME_SCOPE,
+            agent: str | SameScope | None = SAME_SCOPE) -> Trace:
         """Return one trace by id (NotFound if it is not in this scope)."""
-        return self.store.get(trace_id, self._scope(user, agent))
+        return self._store.get(trace_id, self._scope(user, agent))
 
-    def list(self, *, session: str | None = None, since: Any = None, until: Any = None,
-             metadata: Mapping[str, Any] | None = None, limit: int | None = None,
-             offset: int = 0, user: str | None = _UNSET, agent: str | None = _UNSET) -> list[Trace]:
-        """Traces of one scope in conversation order, filtered by session, time and metadata."""
-        return self.store.list(self._scope(user, agent), session=session, since=since,
-                               until=until, metadata=_as_dict(metadata),
-                               limit=limit, offset=offset)
+    def list(self, *, session: str | None = None, since: TimeLike = None, until: TimeLike = None,
+             filters: Mapping[str, Any] | None = None, limit: int | None = None,
+             offset: int = 0, user: str | SameScope | None = SAME_SCOPE,
+             agent: str | SameScope | None = SAME_SCOPE) -> list[Trace]:
+        """Traces of one scope in conversation order: of one ``session``, between ``since``
+        and ``until``, whose metadata equals ``filters``; at most ``limit`` after ``offset``."""
+        return self._store.list(self._scope(user, agent), session=session, since=since,
+                                until=until, metadata=_as_dict(filters),
+                                limit=limit, offset=offset)
 
-    def history(self, trace_id: str, *, user: str | None = _UNSET,
-                agent: str | None = _UNSET) -> builtins.list[HistoryEvent]:
+    def history(self, trace_id: str, *, user: str | SameScope | None = SAME_SCOPE,
+                agent: str | SameScope | None = SAME_SCOPE) -> builtins.list[HistoryEvent]:
         """Every add / update / delete event of a trace, oldest first."""
-        return self.store.history(trace_id, self._scope(user, agent))
+        return self._store.history(trace_id, self._scope(user, agent))
 
-    def stats(self, *, all_scopes: bool = False, user: str | None = _UNSET,
-              agent: str | None = _UNSET) -> dict[str, Any]:
-        """Counts of traces, sessions, history events and derived units."""
-        return self.store.stats(None if all_scopes else self._scope(user, agent))
+    def stats(self, *, all_scopes: bool = False, user: str | SameScope | None = SAME_SCOPE,
+              agent: str | SameScope | None = SAME_SCOPE) -> Stats:
+        """Counts of traces, sessions, characters, speakers, history events and derived units
+        of this scope, or of the whole store with ``all_scopes=True``."""
+        return Stats(**self._store.stats(None if all_scopes else self._scope(user, agent)))
 
 
     # -- derived indexes ----------------------------------------------------------------
@@ -229,61 +259,59 @@ class Memory:
         Once an encoder is known to be down, writes do not try again (search answers degraded
         meanwhile, see ``health``); reopening the memory does.
         """
-        if not (self.config.index_on_write or force) or self.encoders.failures():
+        if not (self.config.index_on_write or force) or self._encoders.failures():
             return
         try:
-            self.indexer.refresh(scope)
-            self.lifecycle.refresh(scope)
+            self._indexer.refresh(scope)
+            self._lifecycle.refresh(scope)
         except EncoderFailure as exc:  # logged once; the next search derives what it can
-            self.encoders.fail(exc.component, exc)
+            self._encoders.fail(exc.component, exc)
         except Exception as exc:  # noqa: BLE001 - reported, and retried by the next search
             _log.warning("zeromem: indexing after a write was deferred to the next search: %s", exc)
 
-    def index(self, *, progress: bool = False, user: str | None = _UNSET,
-              agent: str | None = _UNSET) -> RefreshReport:
+    def index(self, *, progress: bool = False, user: str | SameScope | None = SAME_SCOPE,
+              agent: str | SameScope | None = SAME_SCOPE) -> RefreshReport:
         """Bring this scope's units, vectors and entity graph up to date with its traces."""
         scope = self._scope(user, agent)
-        report = self.indexer.refresh(scope, progress=progress)
-        self.lifecycle.refresh(scope)
+        report = self._indexer.refresh(scope, progress=progress)
+        self._lifecycle.refresh(scope)
         self._persist(scope)
         return report
 
-    def reindex(self, *, progress: bool = False, user: str | None = _UNSET,
-                agent: str | None = _UNSET) -> RefreshReport:
+    def reindex(self, *, progress: bool = False, user: str | SameScope | None = SAME_SCOPE,
+                agent: str | SameScope | None = SAME_SCOPE) -> RefreshReport:
         """Throw away every derived unit of this scope and rebuild them from the traces."""
         scope = self._scope(user, agent)
-        report = self.indexer.rebuild(scope, progress=progress)
-        self.lifecycle.refresh(scope)
+        report = self._indexer.rebuild(scope, progress=progress)
+        self._lifecycle.refresh(scope)
         self._persist(scope)
         return report
 
     def _persist(self, scope: Scope) -> None:
         """After bulk indexing: build the in-memory index of a large scope and persist it, so
         the first search (in this process or the next) does not derive it again."""
-        if self.store.count(scope) >= max(1, self.config.retrieval.snapshot_min_turns):
-            self.retriever.prepared(scope)
-            self.retriever.save(scope)
+        if self._store.count(scope) >= max(1, self.config.retrieval.snapshot_min_turns):
+            self._retriever.prepared(scope)
+            self._retriever.save(scope)
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> Health:
         """Whether this memory can answer, and with which models (a server's readiness check).
 
-        Returns ``{"ready", "store", "embedder", "ner", "degraded", "index_cache"}``. ``store``
-        is ``"ok"`` when a read of the store succeeds, else ``"error: <why>"``. ``embedder`` and ``ner`` are
-        ``"ok"`` or ``"unavailable: <why>"``: each is loaded on the first call (seconds) and the
-        outcome is kept, so later calls cost a store read. ``degraded`` has one line per
-        unavailable model saying what searches skip without it. ``ready`` is True exactly when
-        the store works: writes are accepted and searches answer, possibly degraded (a missing
-        model never makes a write fail or a search raise). A model that failed is tried again
-        only by a new ``Memory``. ``index_cache`` reports the in-memory indexes of this process
-        (``Config.index_cache_mb``): ``budget_bytes``, ``bytes`` and ``scopes`` held now, and the
-        ``hits``, ``misses`` (a scope built or read from its snapshot) and ``evictions`` so far.
+        ``store`` is ``"ok"`` when a read of the store succeeds, else ``"error: <why>"``.
+        ``embedder`` and ``ner`` are ``"ok"`` or ``"unavailable: <why>"``: each is loaded on the
+        first call (seconds) and the outcome is kept, so later calls cost a store read.
+        ``degraded`` has one line per unavailable model saying what searches skip without it.
+        ``ready`` is True exactly when the store works: writes are accepted and searches
+        answer, possibly degraded (a missing model never makes a write fail or a search
+        raise). A model that failed is tried again only by a new ``Memory``. ``index_cache``
+        reports the in-memory indexes of this process (``Config.index_cache_mb``).
         """
-        return self.retriever.health(self.scope)
+        return self._retriever.health(self.scope)
 
     # -- retrieval ------------------------------------------------------------------------
-    def search(self, query: str, *, k: int = 10, session: str | None = None, as_of: Any = None,
-               filters: Mapping[str, Any] | None = None, user: str | None = _UNSET,
-               agent: str | None = _UNSET, now: Any = None) -> builtins.list[Evidence]:
+    def search(self, query: str, *, k: int = 10, session: str | None = None, as_of: TimeLike = None,
+               filters: Mapping[str, Any] | None = None, user: str | SameScope | None = SAME_SCOPE,
+               agent: str | SameScope | None = SAME_SCOPE, now: TimeLike = None) -> builtins.list[Evidence]:
         """Evidence for ``query``: at most ``k`` verbatim turns, best first, with provenance.
 
         No language model is called. ``as_of`` hides traces after that time; ``filters``
@@ -296,9 +324,9 @@ class Memory:
                                     user=user, agent=agent, now=now).evidence
 
     def search_detailed(self, query: str, *, k: int = 10, session: str | None = None,
-                        as_of: Any = None, filters: Mapping[str, Any] | None = None,
-                        user: str | None = _UNSET, agent: str | None = _UNSET,
-                        now: Any = None) -> SearchResult:
+                        as_of: TimeLike = None, filters: Mapping[str, Any] | None = None,
+                        user: str | SameScope | None = SAME_SCOPE, agent: str | SameScope | None = SAME_SCOPE,
+                        now: TimeLike = None) -> SearchResult:
         """Like ``search`` but also returns the query profile, route, timings, no-answer score
         and ``degraded``: what the search had to do without (empty when every model works).
 
@@ -307,14 +335,14 @@ class Memory:
         the embedder works — and ``degraded`` says which component failed, why, and what was
         skipped (docs/decisions.md, "Degraded search").
         """
-        return self.retriever.search(self._scope(user, agent), query, k=k, session=session,
+        return self._retriever.search(self._scope(user, agent), query, k=k, session=session,
                                      as_of=as_of, filters=_as_dict(filters), now=now)
 
     def render_context(self, query: str, *, k: int = 10, budget_tokens: int | None = 2000,
-                       session: str | None = None, as_of: Any = None,
+                       session: str | None = None, as_of: TimeLike = None,
                        filters: Mapping[str, Any] | None = None, include_active: bool = False,
-                       active_share: float = 0.5, user: str | None = _UNSET,
-                       agent: str | None = _UNSET, now: Any = None) -> RenderedContext:
+                       active_share: float = 0.5, user: str | SameScope | None = SAME_SCOPE,
+                       agent: str | SameScope | None = SAME_SCOPE, now: TimeLike = None) -> RenderedContext:
         """The prompt block for ``query``: chronological evidence within ``budget_tokens``;
         its ``degraded`` says what the search had to do without (see ``search_detailed``).
 
@@ -337,7 +365,7 @@ class Memory:
         head = f"{ACTIVE_HEADING}\n{active.text}\n\n{EVIDENCE_HEADING}\n" if entries and active else ""
         shown = {e.trace_id for e in entries}
         rest = None if budget_tokens is None else budget_tokens - count_budget_tokens(head)
-        evidence = [ev for ev in result.evidence if ev.trace_ids[0] not in shown]
+        evidence = [ev for ev in result.evidence if ev.trace_id not in shown]
         rendered = (self.render(evidence, budget_tokens=rest, user=user, agent=agent)
                     if rest is None or rest > 0 else RenderedContext("", (), 0))
         text = head + rendered.text
@@ -345,7 +373,8 @@ class Memory:
                                degraded=tuple(result.degraded), active=tuple(entries))
 
     def render(self, evidence: Iterable[Evidence], *, budget_tokens: int | None = 2000,
-               user: str | None = _UNSET, agent: str | None = _UNSET) -> RenderedContext:
+               user: str | SameScope | None = SAME_SCOPE,
+               agent: str | SameScope | None = SAME_SCOPE) -> RenderedContext:
         """The prompt block for evidence already retrieved (e.g. by ``search_detailed``)."""
         budget = validate.clean_budget(budget_tokens)
         listed = isinstance(evidence, Iterable) and not isinstance(evidence, (str, bytes, Mapping))
@@ -356,17 +385,18 @@ class Memory:
                                f"{type(evidence).__name__ if not listed else 'a ' + odd[0] + ' in it'}")
         scope = self._scope(user, agent)
         scope_key(scope)  # a bad user / agent is an InvalidInput before it reaches the scope's lock
-        return self.retriever.render(scope, items, budget)
+        return self._retriever.render(scope, items, budget)
 
-    def answer(self, query: str, reader: Any, *, k: int = 10, budget_tokens: int | None = 2000,
-               calibrate: bool = True, user: str | None = _UNSET, agent: str | None = _UNSET) -> Answer:
+    def answer(self, query: str, reader: Reader, *, k: int = 10, budget_tokens: int | None = 2000,
+               calibrate: bool = True, user: str | SameScope | None = SAME_SCOPE,
+               agent: str | SameScope | None = SAME_SCOPE) -> Answer:
         """The one LLM call of the loop: ``reader.answer(query, context)`` on rendered evidence,
         then deterministic answer calibration (SPEC §2.5) against that same evidence: grounded
         or not, which traces support it, normalized to the question's answer type."""
         if not hasattr(reader, "answer"):
             raise InvalidInput("reader must have an answer(question, context) method; see zeromem.reader")
         context = self.render_context(query, k=k, budget_tokens=budget_tokens, user=user, agent=agent)
-        reply = reader.answer(query, context)
+        reply: Any = reader.answer(query, context)
         raw = getattr(reply, "text", reply)
         if not isinstance(raw, str):
             raise InvalidInput(f"reader.answer must return text or an object with .text, got {type(reply).__name__}")
@@ -376,34 +406,33 @@ class Memory:
         return Answer(calibrated.text, reply, calibrated, context)
 
     # -- browsing (the inspector, MCP resources) ------------------------------------------
-    def sessions(self, *, user: str | None = _UNSET,
-                 agent: str | None = _UNSET) -> builtins.list[dict[str, Any]]:
+    def sessions(self, *, user: str | SameScope | None = SAME_SCOPE,
+                 agent: str | SameScope | None = SAME_SCOPE) -> builtins.list[SessionInfo]:
         """The scope's sessions in conversation order: name, trace count, first and last time."""
-        return self.store.sessions(self._scope(user, agent))
+        return [SessionInfo(**row) for row in self._store.sessions(self._scope(user, agent))]
 
-    def neighbourhood(self, trace_id: str, *, limit: int = 20, user: str | None = _UNSET,
-                      agent: str | None = _UNSET) -> dict[str, Any]:
+    def neighbourhood(self, trace_id: str, *, limit: int = 20, user: str | SameScope | None = SAME_SCOPE,
+                      agent: str | SameScope | None = SAME_SCOPE) -> Neighbourhood:
         """A trace's place in the entity–context graph: the entities its turn mentions (with
         how many turns of the scope mention each) and up to ``limit`` other traces that share
         an entity with it, most shared first. Derives the trace's session first if needed."""
         limit = validate.clean_int(limit, "limit")  # before any work (a slice bound below)
         scope = self._scope(user, agent)
-        trace = self.store.get(trace_id, scope)
-        if self.store.dirty_sessions(scope):
+        trace = self._store.get(trace_id, scope)
+        if self._store.dirty_sessions(scope):
             self._derive(scope, force=True)
-        entities, neighbours = self.store.trace_entities(scope, self.store.ids.parse(trace_id), limit)
-        others = self.store.get_rowids([rowid for rowid, _ in neighbours])
-        return {
-            "trace": trace,
-            "entities": [{"entity": e, "label": label, "surface": surface, "count": count, "turns": df}
-                         for e, label, surface, count, df in entities],
-            "neighbours": [{"trace": others[rowid], "shared": shared}
-                           for rowid, shared in neighbours if rowid in others],
-        }
+        entities, neighbours = self._store.trace_entities(scope, self._store.ids.parse(trace_id), limit)
+        others = self._store.get_rowids([rowid for rowid, _ in neighbours])
+        return Neighbourhood(
+            trace=trace,
+            entities=tuple(NeighbourEntity(entity=e, label=label, surface=surface, count=count, turns=df)
+                           for e, label, surface, count, df in entities),
+            neighbours=tuple(Neighbour(trace=others[rowid], shared=tuple(shared))
+                             for rowid, shared in neighbours if rowid in others))
 
     # -- memory lifecycle (DMF: survival score, decay, active memory) ----------------------
-    def active(self, budget_tokens: int = 1000, *, as_of: Any = None, now: Any = None,
-               user: str | None = _UNSET, agent: str | None = _UNSET) -> ActiveMemory:
+    def active(self, budget_tokens: int = 1000, *, as_of: TimeLike = None, now: TimeLike = None,
+               user: str | SameScope | None = SAME_SCOPE, agent: str | SameScope | None = SAME_SCOPE) -> ActiveMemory:
         """The active memory: the working set to put in every prompt, within ``budget_tokens``.
 
         Each trace gets a survival score Ω from its signals (information density, sentiment,
@@ -418,13 +447,13 @@ class Memory:
         checked against (default: ``as_of``, else the current time). No LLM is called.
         """
         scope = self._scope(user, agent)
-        if self.store.dirty_sessions(scope):
+        if self._store.dirty_sessions(scope):
             self._derive(scope, force=True)
-        return self.lifecycle.active(scope, budget_tokens, as_of=as_of, now=now)
+        return self._lifecycle.active(scope, budget_tokens, as_of=as_of, now=now)
 
-    def cards(self, *, session: str | None = None, kind: str | None = None, since: Any = None,
-              until: Any = None, limit: int | None = None, user: str | None = _UNSET,
-              agent: str | None = _UNSET) -> builtins.list[Card]:
+    def cards(self, *, session: str | None = None, kind: str | None = None, since: TimeLike = None,
+              until: TimeLike = None, limit: int | None = None, user: str | SameScope | None = SAME_SCOPE,
+              agent: str | SameScope | None = SAME_SCOPE) -> builtins.list[Card]:
         """Cards of the scope's traces in conversation order: conservative subject–predicate–
         object readings (constraint, preference, state, event, relation, fact) from the
         dependency parse, each with its source ``trace_id`` and verbatim ``source_text``.
@@ -433,21 +462,39 @@ class Memory:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise InvalidInput(f"limit must be a positive int, got {limit!r}")
         scope = self._scope(user, agent)
-        traces = self.store.list(scope, session=session, since=since, until=until)
-        found = self.lifecycle.cards(scope, traces, kind=kind)
+        traces = self._store.list(scope, session=session, since=since, until=until)
+        found = self._lifecycle.cards(scope, traces, kind=kind)
         return found if limit is None else found[:limit]
 
-    def restore(self, trace_id: str, *, user: str | None = _UNSET, agent: str | None = _UNSET) -> Trace:
-        """Bring a trace back into active memory and keep it there (``metadata['pinned']``)."""
+    def pin(self, trace_id: str, *, user: str | SameScope | None = SAME_SCOPE,
+            agent: str | SameScope | None = SAME_SCOPE) -> Trace:
+        """Keep a trace in active memory whatever its score (``metadata['pinned']``); an
+        archived trace comes back (its ``archived`` flag goes). Returns the updated trace."""
         return self._set_flags(trace_id, {PINNED: True}, drop=ARCHIVED, user=user, agent=agent)
 
-    def archive(self, trace_id: str, *, user: str | None = _UNSET, agent: str | None = _UNSET) -> Trace:
-        """Take a trace out of active memory for good (``metadata['archived']``); it stays
-        stored, searchable and restorable."""
+    def unpin(self, trace_id: str, *, user: str | SameScope | None = SAME_SCOPE,
+              agent: str | SameScope | None = SAME_SCOPE) -> Trace:
+        """Drop a trace's pin: it stays in active memory only while its score keeps it there.
+        A trace that is not pinned is returned unchanged (no new version)."""
+        return self._set_flags(trace_id, {}, drop=PINNED, user=user, agent=agent)
+
+    def archive(self, trace_id: str, *, user: str | SameScope | None = SAME_SCOPE,
+                agent: str | SameScope | None = SAME_SCOPE) -> Trace:
+        """Take a trace out of active memory for good (``metadata['archived']``; a pin goes);
+        it stays stored and searchable, and ``unarchive`` or ``pin`` bring it back."""
         return self._set_flags(trace_id, {ARCHIVED: True}, drop=PINNED, user=user, agent=agent)
 
-    def _set_flags(self, trace_id: str, flags: dict[str, bool], *, drop: str, user: Any, agent: Any) -> Trace:
+    def unarchive(self, trace_id: str, *, user: str | SameScope | None = SAME_SCOPE,
+                  agent: str | SameScope | None = SAME_SCOPE) -> Trace:
+        """Drop a trace's ``archived`` flag: active memory may hold it again, by its score.
+        A trace that is not archived is returned unchanged (no new version)."""
+        return self._set_flags(trace_id, {}, drop=ARCHIVED, user=user, agent=agent)
+
+    def _set_flags(self, trace_id: str, flags: dict[str, bool], *, drop: str,
+                   user: str | SameScope | None, agent: str | SameScope | None) -> Trace:
         current = self.get(trace_id, user=user, agent=agent)
+        if not flags and drop not in (current.metadata or {}):
+            return current  # nothing to drop: no new version, no history event
         metadata = {k: v for k, v in (current.metadata or {}).items() if k != drop}
         return self.update(trace_id, metadata={**metadata, **flags}, user=user, agent=agent)
 

@@ -12,6 +12,7 @@ if one of them touches a per-scope table without pinning its scope (tests/pg_sta
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -88,7 +89,7 @@ def store(store_url):
 
 def observe(mem: Memory, *scopes: tuple[str | None, str | None]) -> tuple:
     """Everything the public API shows of a store: stats and each given scope's traces."""
-    stats = mem.stats(all_scopes=True)
+    stats = dataclasses.asdict(mem.stats(all_scopes=True))
     stats.pop("path")
     scopes = scopes or ((mem.scope.user, mem.scope.agent),)
     return stats, [mem.list(user=u, agent=a) for u, a in scopes]

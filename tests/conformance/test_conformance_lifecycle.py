@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from internals import store_of
+
 pytestmark = pytest.mark.slow
 
 TURNS = [
@@ -30,11 +32,11 @@ def test_active_memory_signals_and_expiry_agree_across_backends(memory):
     assert ids[1] in held  # the constraint stays
     assert archived[ids[3]] == f"superseded by {ids[5]}"  # Boston gave way to Denver
     assert archived[ids[6]] == "expired"
-    assert ids[6] not in {t for ev in memory.search("door code", k=5) for t in ev.trace_ids}
+    assert ids[6] not in {ev.trace_id for ev in memory.search("door code", k=5)}
     assert memory.get(ids[6]).text == "The door code is 4455."  # expired, still stored
     assert sum(e.tokens for e in memory.active(40).entries) <= 40
-    stored = memory.store.trace_signals(memory.scope)
-    assert set(stored) == {memory.store.ids.parse(t) for t in ids} and all(stored.values())
+    stored = store_of(memory).trace_signals(memory.scope)
+    assert set(stored) == {store_of(memory).ids.parse(t) for t in ids} and all(stored.values())
     memory.delete(ids[0])
     memory.add("one more", session="s2", speaker="Bo")  # a write prunes signals of deleted traces
-    assert memory.store.ids.parse(ids[0]) not in memory.store.trace_signals(memory.scope)
+    assert store_of(memory).ids.parse(ids[0]) not in store_of(memory).trace_signals(memory.scope)

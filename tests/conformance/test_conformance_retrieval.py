@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from internals import store_of
 from zeromem import Memory
 
 pytestmark = pytest.mark.slow
@@ -18,7 +19,7 @@ NOTES = [
 
 
 def _ids(evidence) -> set[str]:
-    return {tid for ev in evidence for tid in ev.trace_ids}
+    return {ev.trace_id for ev in evidence}
 
 
 def _texts(evidence) -> str:
@@ -65,8 +66,8 @@ def test_the_same_history_gives_the_same_evidence_twice(tmp_path, store_url):
             mem.add("Lena's cat Biscuit likes to sleep on the kitchen shelf.", session="s4")
             queries = ("Who owns the cat Biscuit?", "What colour is the kitchen?", "Ben's bike")
             # Ids are keyed per store (store/ids.py): compare the row numbers behind them.
-            rowids = mem.store.ids.parse
-            return [[(tuple(map(rowids, e.trace_ids)), e.text, e.score, e.level) for e in mem.search(q, k=4)]
+            rowids = store_of(mem).ids.parse
+            return [[(rowids(e.trace_id), e.text, e.score) for e in mem.search(q, k=4)]
                     for q in queries]
 
     first = run(store_url)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from internals import store_of
 from zeromem import InvalidInput, NotFound
 from zeromem.store.keys import hash_api_key, new_api_key
 from zeromem.types import Scope
@@ -19,15 +20,15 @@ def test_sessions_in_conversation_order_with_counts_and_times(memory):
     ])
     memory.add("elsewhere", session="z", user="someone-else")
     sessions = memory.sessions()
-    assert [(s["session"], s["traces"]) for s in sessions] == [("a", 1), ("b", 2)]
-    assert sessions[0]["first_time"] == sessions[0]["last_time"] == "2023-01-01T09:30:00"
-    assert sessions[1]["first_time"] == "2023-02-01T10:00:00"
+    assert [(s.session, s.traces) for s in sessions] == [("a", 1), ("b", 2)]
+    assert sessions[0].first_time == sessions[0].last_time == "2023-01-01T09:30:00"
+    assert sessions[1].first_time == "2023-02-01T10:00:00"
     assert memory.sessions(user="nobody") == []
 
 
 def test_a_trace_without_session_is_listed_under_none(memory):
     memory.add("loose note")
-    assert [(s["session"], s["traces"]) for s in memory.sessions()] == [(None, 1)]
+    assert [(s.session, s.traces) for s in memory.sessions()] == [(None, 1)]
 
 
 def test_api_keys_round_trip_revoke_and_never_collide(store):
@@ -56,18 +57,18 @@ def test_neighbourhood_lists_entities_and_traces_sharing_them(memory):
     other = memory.add("Denver is far away.", session="s9", user="someone-else")
     memory.index()
     hood = memory.neighbourhood(first)
-    names = {e["entity"] for e in hood["entities"]}
+    names = {e.entity for e in hood.entities}
     assert "denver" in names
-    denver = next(e for e in hood["entities"] if e["entity"] == "denver")
-    assert denver["turns"] == 2  # this scope's two turns, not the other scope's
-    assert [n["trace"].id for n in hood["neighbours"]] == [second]
-    assert "denver" in hood["neighbours"][0]["shared"]
+    denver = next(e for e in hood.entities if e.entity == "denver")
+    assert denver.turns == 2  # this scope's two turns, not the other scope's
+    assert [n.trace.id for n in hood.neighbours] == [second]
+    assert "denver" in hood.neighbours[0].shared
     with pytest.raises(NotFound):
         memory.neighbourhood(other)
 
 
 def test_size_bytes_grows_with_what_is_stored(memory):
-    before = memory.store.size_bytes()
+    before = store_of(memory).size_bytes()
     assert before > 0
     memory.add_many([{"text": "x" * 2000, "session": f"s{i % 3}"} for i in range(300)])
-    assert memory.store.size_bytes() > before
+    assert store_of(memory).size_bytes() > before

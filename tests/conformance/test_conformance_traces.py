@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from internals import store_of
 from sample_traces import TWO_SESSIONS
 from zeromem import InvalidInput, Memory, NotFound, StoreError
 from zeromem.store import TraceDraft, TraceStoreBase, open_store
@@ -15,7 +16,7 @@ SCOPES = [(None, None), ("ana", None), ("ana", "bot"), ("ben", "bot")]
 
 
 def test_the_store_behind_a_url_implements_the_interface(memory, store):
-    assert isinstance(memory.store, TraceStoreBase) and isinstance(store, TraceStoreBase)
+    assert isinstance(store_of(memory), TraceStoreBase) and isinstance(store, TraceStoreBase)
 
 
 def test_add_then_get_and_list_round_trip_every_field(memory):
@@ -158,7 +159,7 @@ def test_delete_scope_removes_that_scope_only(memory):
     for scope in SCOPES:
         if scope != ("ana", None):
             assert [t.id for t in memory.list(user=scope[0], agent=scope[1])] == ids[scope]
-    assert memory.stats(all_scopes=True)["traces"] == 2 * (len(SCOPES) - 1)
+    assert memory.stats(all_scopes=True).traces == 2 * (len(SCOPES) - 1)
     assert memory.delete_scope(user="ana", agent=None).traces == 0
 
 
@@ -197,15 +198,15 @@ def test_stats_count_this_scope_or_all(memory):
     tid = memory.add("ccc", user="other")
     memory.update(tid, text="cccc", user="other")
     stats = memory.stats()
-    assert (stats["traces"], stats["sessions"], stats["characters"], stats["scopes"]) == (2, 2, 3, 1)
-    assert stats["speakers"] == {"Marcus": 1, "Priya": 1}
-    assert (stats["first_time"], stats["last_time"]) == ("2023-03-14T00:00:00", "2023-05-02T00:00:00")
-    assert stats["history_events"] == {"add": 2}
+    assert (stats.traces, stats.sessions, stats.characters, stats.scopes) == (2, 2, 3, 1)
+    assert stats.speakers == {"Marcus": 1, "Priya": 1}
+    assert (stats.first_time, stats.last_time) == ("2023-03-14T00:00:00", "2023-05-02T00:00:00")
+    assert stats.history_events == {"add": 2}
     everything = memory.stats(all_scopes=True)
-    assert (everything["traces"], everything["scopes"]) == (3, 2)
-    assert everything["history_events"] == {"add": 3, "update": 1}
-    assert memory.store.count(memory.scope) == 2
-    assert memory.store.count(Scope("other", None)) == 1
+    assert (everything.traces, everything.scopes) == (3, 2)
+    assert everything.history_events == {"add": 3, "update": 1}
+    assert store_of(memory).count(memory.scope) == 2
+    assert store_of(memory).count(Scope("other", None)) == 1
 
 
 @pytest.mark.parametrize("call, error, words", [
@@ -222,7 +223,7 @@ def test_stats_count_this_scope_or_all(memory):
     (lambda m: m.get("banana"), NotFound, "ids look like 't4k2x9q7m'"),
     (lambda m: m.get("t999999"), NotFound, "ids look like 't4k2x9q7m'"),
     (lambda m: m.list(limit=-1), InvalidInput, "limit"),
-    (lambda m: m.list(metadata={"bad key": 1}), InvalidInput, "key"),
+    (lambda m: m.list(filters={"bad key": 1}), InvalidInput, "key"),
 ])
 def test_errors_are_typed_clear_and_change_nothing(memory, observed, call, error, words):
     memory.add("already here")

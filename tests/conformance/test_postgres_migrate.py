@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
+from internals import store_of
 from pg_statements import Recorder
 from zeromem import InvalidInput, Memory
 from zeromem.store import TraceDraft, open_store
@@ -28,8 +29,8 @@ def _fill(path) -> list[str]:
         mem.update(ids[0], text="I live in Denver.")
         mem.delete(ids[1])
         ids.append(mem.add("other scope", user="ben", agent="bot"))
-        mem.store.add_api_key("0123abcd", "a" * 64, Scope("ana"), "laptop")
-        mem.store.set_meta("global", "kept")
+        store_of(mem).add_api_key("0123abcd", "a" * 64, Scope("ana"), "laptop")
+        store_of(mem).set_meta("global", "kept")
     return ids
 
 
@@ -89,5 +90,5 @@ def test_a_migrated_and_reindexed_store_gives_the_same_evidence(tmp_path, pg_url
     answers = []
     for target in (db, pg_url):
         with Memory(target, user="ana") as mem:
-            answers.append([[(e.trace_ids, e.text, e.score) for e in mem.search(q, k=3)] for q in queries])
+            answers.append([[(e.trace_id, e.text, e.score) for e in mem.search(q, k=3)] for q in queries])
     assert answers[0] == answers[1] and all(answers[0])

@@ -294,7 +294,7 @@ def rest_requests(seeded: Seeded) -> st.SearchStrategy[Request]:
                body=raw, content_type=st.sampled_from(["application/json", "text/plain", None]))),
         (4, rt(Request, st.just("GET"), st.just("/v1/traces"), auth, params=params(
             session=session, since=json_any_time, until=json_any_time, limit=json_int, offset=json_int,
-            metadata=weighted((2, json_filters.map(lambda f: json.dumps(f))), (1, param))))),
+            filters=weighted((2, json_filters.map(lambda f: json.dumps(f))), (1, param))))),
         (3, rt(Request, st.just("GET"), tid.map("/v1/traces/{}".format), auth)),
         (2, rt(Request, st.just("PATCH"), tid.map("/v1/traces/{}".format), auth,
                json=body({}, {"text": json_text, "metadata": weighted((3, json_value), (1, json_bad))}))),
@@ -302,7 +302,7 @@ def rest_requests(seeded: Seeded) -> st.SearchStrategy[Request]:
                params=params(keep_history=st.sampled_from(["true", "false", "1", "maybe", ""])))),
         (2, rt(Request, st.just("GET"), tid.map("/v1/traces/{}/history".format), auth)),
         (1, rt(Request, st.just("GET"), tid.map("/v1/traces/{}/graph".format), auth, params=params(limit=json_int))),
-        (2, rt(Request, st.just("POST"), st.tuples(tid, st.sampled_from(["restore", "archive"])).map(
+        (2, rt(Request, st.just("POST"), st.tuples(tid, st.sampled_from(["pin", "archive"])).map(
             lambda p: f"/v1/traces/{p[0]}/{p[1]}"), auth)),
         (1, rt(Request, st.just("GET"), st.just("/v1/sessions"), auth)),
         (1, rt(Request, st.just("DELETE"), session.map(lambda s: "/v1/sessions/" + _segment(s)), auth)),

@@ -466,11 +466,11 @@ def api_calls(seeded: Seeded) -> st.SearchStrategy[Steps]:
         (4, _call("update", [tid], text=TEXT, metadata=METADATA, keep_history=FLAG)),
         (2, _call("delete", [tid], keep_history=FLAG)),
         (1, _call("delete_session", [session], keep_history=FLAG)),
-        (2, _call("restore", [tid])), (2, _call("archive", [tid])),
+        (2, _call("pin", [tid])), (2, _call("archive", [tid])),
     ]
     reads = [
         (3, _call("get", [tid])), (2, _call("history", [tid])),
-        (4, _call("list", session=session, since=TIME, until=TIME, metadata=FILTERS,
+        (4, _call("list", session=session, since=TIME, until=TIME, filters=FILTERS,
                   limit=count(0, 20), offset=count(0, 20))),
         (5, _call("search", [TEXT], **search_args)),
         (3, _call("search_detailed", [TEXT], **search_args)),

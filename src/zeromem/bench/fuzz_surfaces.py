@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._internals import store_of
 from ..config import Config
 from ..errors import NotFound, ZeromemError
 from ..memory import Memory
@@ -212,9 +213,9 @@ def seed_store(path: Path, config: Config | None = None) -> fs.Seeded:
         for role, scope in (("alice", Scope(MAIN_USER, None)), ("bob", Scope("bob", None)),
                             ("revoked", Scope(MAIN_USER, None))):
             key_id, key, key_hash = new_api_key()
-            mem.store.add_api_key(key_id, key_hash, scope, role)
+            store_of(mem).add_api_key(key_id, key_hash, scope, role)
             keys[role], keys[f"{role}_id"] = key, key_id
-        mem.store.revoke_api_key(keys["revoked_id"])
+        store_of(mem).revoke_api_key(keys["revoked_id"])
         sessions = tuple(dict.fromkeys(str(t["session"]) for t in SEED_TRACES))
         mem.search("where does Priya live?")  # everything derived before the template is copied
     return fs.Seeded(ids=tuple(ids), deleted_ids=(gone,), other_ids=tuple(other),
@@ -369,7 +370,7 @@ class ApiSurface(Surface):
         elif op in ("list", "cards") and kwargs.get("limit") is not None and len(result) > kwargs["limit"]:
             raise Failure(f"{op} returned more than limit items", f"{len(result)} > {kwargs['limit']}")
         if op not in fs.READ_OPS or op.startswith(("search", "render")):
-            degraded = self.memory.health()["degraded"]
+            degraded = self.memory.health().degraded
             if degraded:
                 raise Failure(f"an encoder failed during {op}", repr(degraded))
 

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .._internals import lifecycle_of
 from ..encoders.tokenize import count_budget_tokens
 from ..lifecycle.active import entry_line
 from ..memory import Memory
@@ -86,7 +87,7 @@ def _conversation(corpus: Any, labelled: dict[str, str], cost: dict[str, Any]) -
         started = time.perf_counter()
         ids = mem.add_many(drafts)
         cost["ingest_s"] += time.perf_counter() - started
-        cost["lifecycle_s"] += mem.lifecycle.seconds
+        cost["lifecycle_s"] += lifecycle_of(mem).seconds
         cost["turns"] += len(ids)
         key_of = {tid: unit.key for tid, unit in zip(ids, corpus.units)}
         traces = mem.list()

@@ -35,7 +35,7 @@ def chains_report(n: int, progress: bool) -> tuple[float | None, dict[str, Any]]
             for chain in chains:
                 links = [tid_of[s] for s in chain.source_ids]
                 evidence = mem.search(chain.question, k=K)
-                ranked = [ev.trace_ids[0] for ev in evidence if ev.trace_ids[0] in links]
+                ranked = [ev.trace_id for ev in evidence if ev.trace_id in links]
                 good = bool(ranked) and ranked[0] == links[-1]
                 ok += good
                 cell = by_length.setdefault(str(len(links)), [0, 0])
@@ -68,7 +68,7 @@ def knowledge_update_report(path: Path, limit: int | None, progress: bool) -> tu
             answer_ids = sorted((tid for d, tid in zip(drafts, ids) if d["source_id"] in gold),
                                 key=lambda tid: order[tid])
             evidence = mem.search(q["question"], k=K, as_of=iso_date(q["question_date"]))
-        ranked = [ev.trace_ids[0] for ev in evidence if ev.trace_ids[0] in answer_ids]
+        ranked = [ev.trace_id for ev in evidence if ev.trace_id in answer_ids]
         newest = answer_ids[-1] if answer_ids else None
         good = bool(ranked) and ranked[0] == newest
         ok += good

@@ -96,10 +96,8 @@ def reader_process(path: str, questions: list[str], k: int, seconds: float, out:
         result["search_ms"].append((time.perf_counter() - start) * 1000.0)
         seen = []
         for item in evidence:
-            # one trace: its text verbatim; several (a longer unit): each must have existed
-            texts = [item.text] if len(item.trace_ids) == 1 else [None] * len(item.trace_ids)
-            for tid, text in zip(item.trace_ids, texts):
-                seen.append(pairs.setdefault((tid, text), len(pairs)))
+            # one trace, its text verbatim: that version must have existed
+            seen.append(pairs.setdefault((item.trace_id, item.text), len(pairs)))
         result["results"].append(seen)
     mem.close()
     result["pairs"] = [list(pair) for pair in pairs]
@@ -262,7 +260,7 @@ def run(data: Path, seconds: float = 60.0, seed: int = 0, k: int = K,
         reader, writer = results["reader"], results["writer"]
         consistency = check_consistency(path, reader["pairs"], reader["results"])
         with Memory(path, user=USER) as mem:
-            final_traces = mem.stats()["traces"]
+            final_traces = mem.stats().traces
     document = {
         "benchmark": "race", "k": k, "seconds": seconds, "seed": seed,
         "searches": reader["searches"], "writes": writer["writes"],

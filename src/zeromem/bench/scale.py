@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
+from .._internals import store_of
 from ..ingest import load_file
 from ..memory import Memory
 from ..store.factory import redact_url
@@ -91,10 +92,10 @@ def _measure(target: str, conversation: Any, questions: list[str], sizes: list[i
                 totals.append(timings["total_ms"])
                 retrieval.append(timings["retrieve_ms"])
             added, after_add = _agent_loop(mem, conversation.drafts, questions, adds, size)
-            size_mb = mem.store.size_bytes() / 1e6
+            size_mb = store_of(mem).size_bytes() / 1e6
             cold_s = _cold_open(target, questions[0])
             rows.append({
-                "traces": stored, "units": sum(mem.stats()["units"].values()),
+                "traces": stored, "units": sum(mem.stats().units.values()),
                 "write_s": round(write_s, 2), "index_s": round(index_s, 2),
                 "encoded_texts": report.encoded_texts, "first_search_load_s": round(load_s, 2),
                 "latency_ms_p50": round(float(np.percentile(totals, 50)), 2),

@@ -42,6 +42,7 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
+from .._internals import store_of
 from .stream import _conversation, fill_drafts, questions_of
 
 USER = "bench-serve-{}"
@@ -77,7 +78,7 @@ def fill(db: str | Path, data: Path, scopes: int, per_scope: int, progress: bool
             if fill_scope(mem, user, conversation.drafts, per_scope, bar):
                 mem.index(user=user)
             key_id, key, key_hash = new_api_key()
-            mem.store.add_api_key(key_id, key_hash, Scope(user, None), "bench serve")
+            store_of(mem).add_api_key(key_id, key_hash, Scope(user, None), "bench serve")
             keys.append(key)
     return {"keys": keys, "fill_s": round(time.perf_counter() - start, 1)}
 
@@ -87,7 +88,7 @@ def fill_scope(mem: Any, user: str, drafts: Sequence[dict[str, Any]], size: int,
     (a rerun on the same store skips it). Returns whether it was written."""
     from ..types import Scope
 
-    if mem.store.count(Scope(user, None)) >= size:
+    if store_of(mem).count(Scope(user, None)) >= size:
         bar.update(size)
         return False
     mem.delete_scope(user=user)
@@ -282,7 +283,7 @@ async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: 
         else:
             tally.latencies["search"].append(elapsed)
             tally.seen.setdefault(scope, set()).update(
-                tid for ev in payload["evidence"] for tid in ev["trace_ids"])
+                ev["trace_id"] for ev in payload["evidence"])
 
 
 async def _killer(procs: list[subprocess.Popen], ports: list[int], db: str | Path, threads: int,

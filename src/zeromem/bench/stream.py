@@ -200,7 +200,7 @@ def fill_step(path: str, data: str, size: int, progress: bool) -> dict[str, Any]
         start = time.perf_counter()
         refreshed = mem.index(progress=progress)
         index_s = time.perf_counter() - start
-        traces = mem.stats()["traces"]
+        traces = mem.stats().traces
     return {"traces": traces, "write_s": round(write_s, 2), "index_s": round(index_s, 2),
             "encoded_texts": getattr(refreshed, "encoded_texts", None)}
 
@@ -254,7 +254,7 @@ def loop_step(path: str, stream_data: str, turns: int | None, questions: list[st
             empty += not result.evidence
     spent = reader_base.usage() - before
     reader_base.assert_no_llm_calls(spent, f"bench stream loop at {label}")
-    traces = mem.stats()["traces"]
+    traces = mem.stats().traces
     rss = proc_status_mb()
     mem.close()
     return {"add_ms": add_ms, "search_after_write_ms": after_ms, "search_ms": plain_ms,

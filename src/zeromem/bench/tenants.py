@@ -52,6 +52,7 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
+from .._internals import encoders_of, store_of
 from ..store.factory import redact_url
 from . import report
 from .serve import (
@@ -118,7 +119,7 @@ class _Remembering:
 
 
 def _remembering(mem: Any, memos: dict[str, dict[str, Any]]) -> None:
-    encoders = mem.encoders
+    encoders = encoders_of(mem)
     encoders.embedder = _Remembering(encoders.embedder, "encode", memos.setdefault("embed", {}))
     encoders.extractor = _Remembering(encoders.extractor, "extract", memos.setdefault("ner", {}))
 
@@ -148,7 +149,7 @@ def fill(target: str | Path, data: Path, sizes: Sequence[int], progress: bool = 
                     written += size
                 mem.index(user=user)  # derives, and writes the scope's snapshot where due
                 key_id, key, key_hash = new_api_key()
-                mem.store.add_api_key(key_id, key_hash, Scope(user, None), "bench tenants")
+                store_of(mem).add_api_key(key_id, key_hash, Scope(user, None), "bench tenants")
                 keys.append(key)
     finally:
         mem.close()
@@ -207,7 +208,7 @@ def store_mb(target: str | Path) -> float | None:
     from ..memory import Memory
 
     with Memory(target) as mem:
-        return round(mem.store.size_bytes() / 2**20, 2)
+        return round(store_of(mem).size_bytes() / 2**20, 2)
 
 
 # -- the servers ---------------------------------------------------------------------------
@@ -294,7 +295,7 @@ async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: 
             run.acknowledged.setdefault(scope, []).extend(payload["ids"])
         else:
             run.seen.setdefault(scope, set()).update(
-                tid for ev in payload["evidence"] for tid in ev["trace_ids"])
+                ev["trace_id"] for ev in payload["evidence"])
 
 
 def _sampler(pids: list[int], ports: list[int], key: str, started: float, stop: threading.Event,

@@ -82,7 +82,7 @@ class ZeromemSystem:
         total_ms = float(result.timings.get("total_ms", elapsed_ms(start)))
         encode_ms = float(result.timings["encode_ms"]) if "encode_ms" in result.timings else None
         score = result.no_answer_score
-        groups = [[p.source_id or p.trace_id for p in item.provenance] for item in evidence]
+        groups = [[item.provenance.source_id or item.trace_id] for item in evidence]
         return QueryResult(groups, [item.text for item in evidence], context, total_ms, encode_ms,
                            None if score is None else float(score))
 

@@ -46,6 +46,9 @@ EMBED_CHUNK = 32  # texts per embedding task; vectors do not depend on the chunk
 
 @dataclass
 class RefreshReport:
+    """What ``Memory.index`` / ``reindex`` did: sessions re-derived, units written, texts
+    embedded and parsed by NER, wall seconds, and seconds spent per encoder."""
+
     sessions: int = 0
     units: int = 0
     encoded_texts: int = 0

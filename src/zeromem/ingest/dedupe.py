@@ -41,10 +41,12 @@ class ImportResult(dict[str, list[str]]):
 
     @property
     def stored_count(self) -> int:
+        """How many traces the import stored."""
         return sum(len(ids) for ids in self.values())
 
     @property
     def skipped_count(self) -> int:
+        """How many traces the import left out because the scope already held them."""
         return sum(self.skipped.values())
 
 

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import __version__
+from .._internals import store_of
 from ..bench.cli import bench_app
 from ..errors import InvalidInput
 from ..ingest import FORMATS, check_conversations, load_file, skip_stored, summarize
@@ -103,7 +104,7 @@ def ingest(
                    for conv in conversations]
         skipped = [0] * len(batches)
         if not allow_duplicates:  # planned before any write: the file's repeats count too
-            batches, skipped = skip_stored(mem.store, batches)
+            batches, skipped = skip_stored(store_of(mem), batches)
         total = sum(len(drafts) for drafts, _ in batches)
         from tqdm import tqdm  # only `zeromem ingest` draws a bar
 
@@ -146,18 +147,18 @@ def _print_ingest_report(report: dict[str, Any]) -> None:
         typer.echo(f"  questions: {report['questions']} in the file (kept for benchmarks, not stored)")
 
 
-def _parse_meta(pairs: list[str]) -> dict[str, Any]:
+def _parse_filters(pairs: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
-            raise InvalidInput(f"--meta takes KEY=VALUE, got {pair[:100]!r}")
+            raise InvalidInput(f"--filter takes KEY=VALUE, got {pair[:100]!r}")
         try:
             out[key] = json.loads(raw)  # so that n=3 and flag=true match numbers and booleans
         except json.JSONDecodeError:
             out[key] = raw
         except (RecursionError, ValueError):  # nested past the parser's depth; huge numbers
-            raise InvalidInput(f"--meta {key[:100]!r}: the value cannot be read as JSON (nested "
+            raise InvalidInput(f"--filter {key[:100]!r}: the value cannot be read as JSON (nested "
                                "too deeply or a number too long); filters compare plain values "
                                "such as text, numbers and true/false") from None
     return out
@@ -172,8 +173,8 @@ def list_traces(
         "--since", help="only traces at or after this time (ISO 8601 or '8 May 2023')")] = None,
     until: Annotated[str | None, typer.Option(
         "--until", help="only traces at or before this time")] = None,
-    meta: Annotated[list[str] | None, typer.Option(
-        "--meta", metavar="KEY=VALUE", help="only traces whose metadata KEY equals VALUE "
+    filters: Annotated[list[str] | None, typer.Option(
+        "--filter", "--meta", metavar="KEY=VALUE", help="only traces whose metadata KEY equals VALUE "
         "(repeatable; VALUE is read as JSON when it parses, else as text)")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=0, help="at most this many")] = None,
     offset: Annotated[int, typer.Option("--offset", min=0, help="skip this many first")] = 0,
@@ -183,7 +184,7 @@ def list_traces(
     """List the traces of one scope in conversation order (session time, session, seq)."""
     with open_memory(db, user, agent) as mem:
         traces = mem.list(session=session, since=since, until=until,
-                          metadata=_parse_meta(meta or []) or None, limit=limit, offset=offset)
+                          filters=_parse_filters(filters or []) or None, limit=limit, offset=offset)
     if as_json:
         print_json(traces)
         return
@@ -275,7 +276,7 @@ def delete(
             receipt = mem.delete_scope()
             result = {"deleted": receipt.traces}
             message = f"deleted {receipt.traces} trace(s) from scope ({label})"
-        compacted = mem.compact() if compact else None
+        compacted = mem.compact().as_dict() if compact else None
     result.update(user=user, agent=agent, receipt=receipt.as_dict())
     if compacted is not None:
         result["compact"] = compacted
@@ -297,7 +298,7 @@ def compact_store(db: DbOption = None, lock_timeout: LockTimeoutOption = None,
     (erased bytes are zeros already); PostgreSQL: VACUUM FULL + ANALYZE + CHECKPOINT, which
     drops deleted row versions from the table files (the write-ahead log keeps its copies)."""
     with open_memory(db, None, None, lock_timeout_s=lock_timeout) as mem:
-        done = mem.compact()
+        done = mem.compact().as_dict()
     if as_json:
         print_json(done)
         return
@@ -341,7 +342,7 @@ def stats(
         return
     if not all_scopes:
         typer.echo(f"{'scope:':16}{_scope_label(user, agent)}")
-    for key, value in result.items():
+    for key, value in dataclasses.asdict(result).items():
         if isinstance(value, dict):
             value = ", ".join(f"{k or '(none)'}={v}" for k, v in value.items()) or "-"
         typer.echo(f"{key + ':':16}{'-' if value is None else safe(value)}")

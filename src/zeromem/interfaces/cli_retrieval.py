@@ -56,9 +56,9 @@ def _when(time: str | None) -> str:
 
 def _print_evidence(result: SearchResult, *, show_why: bool = False) -> None:
     for rank, ev in enumerate(result.evidence, 1):
-        p = ev.provenance[0]
+        p = ev.provenance
         source = f" {safe(p.source_id)}" if p.source_id else ""
-        typer.echo(f"{rank:>2}. [{ev.trace_ids[0]}{source} | {safe(p.session)} | {_when(p.time)} | "
+        typer.echo(f"{rank:>2}. [{ev.trace_id}{source} | {safe(p.session)} | {_when(p.time)} | "
                    f"{safe(p.speaker)}] {safe(ev.text)}")
         for note in ev.annotations:
             typer.echo(f"      ↳ {safe(note)}")
@@ -88,7 +88,7 @@ def search(
     """Retrieve evidence for QUERY (zero LLM calls): verbatim turns with provenance."""
     with open_memory(db, user, agent) as mem:
         result = mem.search_detailed(query, k=k, session=session, as_of=as_of, now=now)
-        rendered = mem.retriever.render(mem.scope, result.evidence, None) if context else None
+        rendered = mem.render(result.evidence, budget_tokens=None) if context else None
     if as_json:
         print_json({"query": query, "route": result.route.primary,
                     "no_answer_score": result.no_answer_score, "timings_ms": result.timings,
@@ -117,7 +117,7 @@ def _evidence_verdict(question: LocomoQuestion, result: SearchResult) -> tuple[s
     """("found D1:5, missed D2:3 (partial)", 0 miss / 1 partial / 2 hit) for one question."""
     if not question.evidence:
         return "no expected evidence listed", -1
-    shown = {p.source_id for ev in result.evidence for p in ev.provenance if p.source_id}
+    shown = {ev.provenance.source_id for ev in result.evidence if ev.provenance.source_id}
     found = [e for e in question.evidence if e in shown]
     missed = [e for e in question.evidence if e not in shown]
     level = 2 if not missed else 1 if found else 0
@@ -144,7 +144,7 @@ def demo(
         started = time.perf_counter()
         ids = mem.add_many(conversation.drafts)  # indexed as it is stored (index_on_write)
         mem.index(progress=True)  # whatever the write left to derive
-        units = sum(mem.stats()["units"].values())
+        units = sum(mem.stats().units.values())
         typer.echo(f"stored {len(ids)} traces of '{safe(conversation.name)}' verbatim and indexed "
                    f"them into {units} units (turn/span/window/episode) in "
                    f"{time.perf_counter() - started:.2f}s")

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .._internals import store_of
 from ..config import Config
 from ..errors import InvalidInput
 from ..store import validate
@@ -83,7 +84,7 @@ def serve(
                            "size above 0 (the default is 16)")
     with open_memory(db, user, agent, create=True) as mem:  # creates/migrates the store once
         path = mem.path
-        keys = len([k for k in mem.store.api_keys() if k.active])
+        keys = len([k for k in store_of(mem).api_keys() if k.active])
     options = {
         "db": db if db is not None and "://" in str(db) else path, "user": user, "agent": agent,
         "require_auth": not no_auth, "max_body_bytes": int(max_body_mb * 1024 * 1024),
@@ -140,7 +141,7 @@ def keys_add(
     validate.clean_optional_str(label, "label")
     with open_memory(db, None, None, create=True) as mem:
         key_id, key, key_hash = new_api_key()
-        record = mem.store.add_api_key(key_id, key_hash, Scope(user, agent), label)
+        record = store_of(mem).add_api_key(key_id, key_hash, Scope(user, agent), label)
     if as_json:
         print_json({"key_id": record.key_id, "key": key, "user": user, "agent": agent, "label": label})
         return
@@ -154,7 +155,7 @@ def keys_add(
 def keys_list(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Every key: id, scope, label, created, revoked (never the key itself)."""
     with open_memory(db, None, None) as mem:
-        records = mem.store.api_keys()
+        records = store_of(mem).api_keys()
     if as_json:
         print_json([{"key_id": r.key_id, "user": r.scope.user, "agent": r.scope.agent, "label": r.label,
                      "created_at": r.created_at, "revoked_at": r.revoked_at} for r in records])
@@ -174,5 +175,5 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="the key id `zeromem 
                 db: DbOption = None) -> None:
     """Revoke a key: it stops working within seconds (it stays listed)."""
     with open_memory(db, None, None) as mem:
-        record = mem.store.revoke_api_key(key_id)
+        record = store_of(mem).revoke_api_key(key_id)
     typer.echo(f"revoked {record.key_id} (user={record.scope.user!r}, agent={record.scope.agent!r})")

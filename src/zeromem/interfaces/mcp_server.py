@@ -77,10 +77,10 @@ class Source(BaseModel):
 class EvidenceItem(BaseModel):
     """One retrieved turn: verbatim text, its provenance and why it was chosen."""
 
+    trace_id: str = Field(description="the id of the stored message; cite it, or pass it to forget/history")
     text: str = Field(description="the stored message, verbatim")
     score: float
-    level: str = Field(description="granularity that matched: turn, span, window or episode")
-    provenance: list[Source]
+    provenance: Source
     why: dict[str, str | float] = Field(
         description="compact score breakdown: reason (primary / ranked / a closure reason), "
                     "route, and the signals (graph, ppr, lexical_refinement, hierarchy, "
@@ -221,7 +221,7 @@ def build_server(memory: Memory, *, user: str | None, agent: str | None,
             rendered = memory.render_context(query, k=k, budget_tokens=budget_tokens,
                                              session=session, now=now, as_of=as_of, **scope)
         return ContextBlock(text=rendered.text, tokens=rendered.tokens,
-                            trace_ids=[tid for ev in rendered.evidence for tid in ev.trace_ids])
+                            trace_ids=[ev.trace_id for ev in rendered.evidence])
 
     @tool("Forget a trace", read_only_hint=False, destructive_hint=True, idempotent_hint=False)
     def forget(trace_id: Annotated[str, Field(description="the trace id, e.g. 't4k2x9q7m'")]) -> Forgotten:
@@ -274,8 +274,8 @@ def build_server(memory: Memory, *, user: str | None, agent: str | None,
         with _resource_errors():
             listed = memory.sessions(**scope)
         # Traces without a session have no session resource; read them one by one.
-        entries = [{**entry, "uri": None if entry["session"] is None else session_uri(entry["session"])}
-                   for entry in listed]
+        entries = [{**dataclasses.asdict(entry),
+                    "uri": None if entry.session is None else session_uri(entry.session)} for entry in listed]
         return {**scope, "traces": sum(e["traces"] for e in entries), "sessions": entries}
 
     @server.resource(SESSION_URI, name="session", title="One session's traces",
@@ -332,9 +332,10 @@ def _resource_errors() -> Iterator[None]:
 
 def _evidence(ev: Evidence) -> EvidenceItem:
     return EvidenceItem(
-        text=ev.text, score=ev.score, level=ev.level,
-        provenance=[Source(trace_id=p.trace_id, session=p.session, speaker=p.speaker, time=p.time,
-                           source_id=p.source_id) for p in ev.provenance],
+        trace_id=ev.trace_id, text=ev.text, score=ev.score,
+        provenance=Source(trace_id=ev.provenance.trace_id, session=ev.provenance.session,
+                          speaker=ev.provenance.speaker, time=ev.provenance.time,
+                          source_id=ev.provenance.source_id),
         why=_compact_why(ev.why), annotations=list(ev.annotations), superseded_by=ev.superseded_by)
 
 

@@ -54,10 +54,6 @@ class ActiveEntry:
     seq: int
     excerpt: bool = False  # ``text`` holds only the sentences that carry its signals
 
-    @property
-    def trace_ids(self) -> tuple[str, ...]:
-        return (self.trace_id,)
-
 
 @dataclass(frozen=True)
 class ActiveMemory:
@@ -72,6 +68,7 @@ class ActiveMemory:
 
     @property
     def trace_ids(self) -> tuple[str, ...]:
+        """The ids of the entries' traces, in conversation order."""
         return tuple(e.trace_id for e in self.entries)
 
     @property

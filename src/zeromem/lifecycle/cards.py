@@ -54,10 +54,6 @@ class Card:
     speaker: str | None
     time: str | None
 
-    @property
-    def trace_ids(self) -> tuple[str, ...]:
-        return (self.trace_id,)
-
 
 class CardProjector:
     """Projects traces to cards with a spaCy pipeline that has a dependency parser."""

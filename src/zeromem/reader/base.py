@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
 
 from ..errors import LLMForbidden, ZeromemError
+from ..retrieval.reading import Reader
+
+__all__ = ["LLMUsage", "Reader", "ReaderAnswer", "ReaderError", "assert_no_llm_calls", "record_call",
+           "usage"]
 
 
 class ReaderError(ZeromemError):
@@ -53,16 +56,6 @@ class ReaderAnswer:
     prompt_tokens: int | None
     completion_tokens: int | None
     model: str
-
-
-@runtime_checkable
-class Reader(Protocol):
-    """Answers a question from a rendered memory context with one LLM call."""
-
-    def answer(self, question: str, context: Any) -> ReaderAnswer:
-        """Return the model's short answer to ``question`` given ``context`` (the rendered
-        memory block: a string, or an object with a ``.text`` string)."""
-        ...
 
 
 _lock = threading.Lock()

@@ -21,6 +21,7 @@ from ..encoders.timexpr import (
 from ..lexicon import ANSWER_FILLER_WORDS
 from ..types import Evidence
 from .profile import answer_type
+from .render import RenderedContext
 
 GROUNDED_SHARE = 0.5
 _WORD = re.compile(r"[a-z0-9]+")
@@ -63,7 +64,7 @@ def calibrate_answer(answer: str, question: str, evidence: list[Evidence]) -> Ca
             text = "Yes" + text[len(text.split()[0]):]
         elif lead in ("no", "nope", "false"):
             text = "No" + text[len(text.split()[0]):]
-    blobs = [(ev.trace_ids[0], _evidence_blob(ev)) for ev in evidence]
+    blobs = [(ev.trace_id, _evidence_blob(ev)) for ev in evidence]
     if kind == "list":
         items = [i.strip() for i in re.split(r",|;|\band\b", text) if i.strip()]
         kept = [i for i in items if _supported(i, blobs)]
@@ -93,7 +94,7 @@ def _normalize_date(text: str, evidence: list[Evidence]) -> tuple[str, str | Non
         anchor = parse_anchor(ev.time)
         spans = resolve_relative(text, anchor)
         if spans:
-            return spans[0].label(), f"resolved '{spans[0].surface}' against {ev.trace_ids[0]}"
+            return spans[0].label(), f"resolved '{spans[0].surface}' against {ev.trace_id}"
     return text, None
 
 
@@ -110,6 +111,6 @@ class Answer:
     """What ``Memory.answer`` returns: the calibrated answer and everything behind it."""
 
     text: str  # the calibrated answer (the reader's own words when calibration is off)
-    reader: Any  # the reader's ReaderAnswer: raw text, model, prompt/completion tokens
+    reader: Any  # what the reader returned: text, or e.g. a ReaderAnswer (text, model, tokens)
     calibration: CalibratedAnswer | None  # grounding, answer type, supporting trace ids
-    context: Any  # the RenderedContext the reader saw (its evidence carries the provenance)
+    context: RenderedContext  # what the reader saw (its evidence carries the provenance)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..results import IndexCacheStats
 from .footprint import deep_nbytes
 
 REMEASURE_GROWTH = 0.25  # share of turn slots added since the last measure that triggers a new one
@@ -33,22 +34,6 @@ class _Entry:
     measured_bytes: int
     measured_slots: int
     measured_version: int
-
-
-@dataclass(frozen=True, slots=True)
-class CacheStats:
-    """What the cache holds and how it has been used since the process started."""
-
-    budget_bytes: int
-    bytes: int
-    scopes: int
-    hits: int
-    misses: int
-    evictions: int
-
-    def as_dict(self) -> dict[str, int]:
-        return {"budget_bytes": self.budget_bytes, "bytes": self.bytes, "scopes": self.scopes,
-                "hits": self.hits, "misses": self.misses, "evictions": self.evictions}
 
 
 class IndexCache:
@@ -176,7 +161,7 @@ class IndexCache:
             if entry is not None:
                 self._remove(entry)
 
-    def stats(self) -> CacheStats:
+    def stats(self) -> IndexCacheStats:
         with self._lock:
-            return CacheStats(self.budget_bytes, self._bytes, len(self._entries), self._hits,
+            return IndexCacheStats(self.budget_bytes, self._bytes, len(self._entries), self._hits,
                               self._misses, self._evictions)

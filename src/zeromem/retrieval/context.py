@@ -24,7 +24,7 @@ def render_evidence(evidence: Sequence[Evidence], budget_tokens: int | None, pre
     if prep is not None:
         for ev in evidence:
             try:
-                rowid = parse_id(ev.trace_ids[0])
+                rowid = parse_id(ev.trace_id)
             except (InvalidInput, NotFound, IndexError):
                 continue
             slot = prep.index.slot_of_rowid.get(rowid)

@@ -65,6 +65,13 @@ DENSE, GRAPH = "dense", "graph"  # the channels a degraded search can skip
 
 @dataclass
 class SearchResult:
+    """What ``Memory.search_detailed`` returns: the evidence (best first) and how it was found.
+
+    ``profile`` is the query's profile and ``route`` the retrieval route it took;
+    ``no_answer_score`` (0–1) is high when memory probably holds no answer; ``timings`` are
+    milliseconds per stage; ``degraded`` says what the search had to do without.
+    """
+
     evidence: list[Evidence]
     profile: QueryProfile
     route: Route
@@ -275,8 +282,8 @@ class Engine:
                                 trace.event_time or trace.session_time, trace.source_id, trace.seq)
         notes = tuple(f"{s.surface} = {s.label()}" for s in prep.annotations.get(node, []))
         newer = superseded.get(node)
-        return Evidence(text=trace.text, trace_ids=(trace.id,), provenance=(provenance,),
-                        score=round(score, 6), level="turn", why={"reason": reason, **why},
+        return Evidence(trace_id=trace.id, text=trace.text, score=round(score, 6), provenance=provenance,
+                        why={"reason": reason, **why},
                         annotations=notes,
                         superseded_by=prep.trace(newer).id if newer is not None else None)
 

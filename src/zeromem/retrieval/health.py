@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..encoders.bundle import EMBEDDER, NER
+from ..results import Health, IndexCacheStats
 from ..types import Scope
 from .engine import DENSE, GRAPH
 
@@ -40,19 +41,20 @@ def degraded(failed: dict[str, str], waiting_for_ner: int) -> tuple[set[str], li
     return skip, notes
 
 
-def health(store: Any, encoders: Any, scope: Scope) -> dict[str, Any]:
+def health(store: Any, encoders: Any, scope: Scope, index_cache: IndexCacheStats) -> Health:
     """See ``Memory.health``."""
     try:
         store.scope_version(scope)
         status = "ok"
     except Exception as exc:  # noqa: BLE001 - reported, not raised
         status = f"error: {exc}"
-    report: dict[str, Any] = {"ready": status == "ok", "store": status}
+    models: dict[str, str] = {}
     for component in (EMBEDDER, NER):
         reason = encoders.check(component)
-        report[component] = "ok" if reason is None else f"unavailable: {reason}"
+        models[component] = "ok" if reason is None else f"unavailable: {reason}"
     failed = encoders.failures()
-    report["degraded"] = [note(c, failed[c], "" if c == EMBEDDER else " (for as long as sessions "
-                               "written without it wait for entity mentions)")
-                          for c in (EMBEDDER, NER) if c in failed]
-    return report
+    degraded = tuple(note(c, failed[c], "" if c == EMBEDDER else " (for as long as sessions "
+                          "written without it wait for entity mentions)")
+                     for c in (EMBEDDER, NER) if c in failed)
+    return Health(ready=status == "ok", store=status, embedder=models[EMBEDDER], ner=models[NER],
+                  degraded=degraded, index_cache=index_cache)

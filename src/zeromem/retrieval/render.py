@@ -4,9 +4,9 @@ resolved dates of relative expressions shown as annotations beside the verbatim 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..encoders.tokenize import count_budget_tokens as count_tokens
+from ..lifecycle.active import ActiveEntry
 from ..types import Evidence
 
 
@@ -20,9 +20,9 @@ class RenderedContext:
     # What the search behind it had to do without (``SearchResult.degraded``); empty when
     # every model worked or the evidence came from elsewhere.
     degraded: tuple[str, ...] = ()
-    # Active memory shown before the evidence (``render_context(include_active=True)``):
-    # ``lifecycle.active.ActiveEntry`` items, in conversation order.
-    active: tuple[Any, ...] = ()
+    # Active memory shown before the evidence (``render_context(include_active=True)``),
+    # in conversation order.
+    active: tuple[ActiveEntry, ...] = ()
 
 
 def _line(ev: Evidence) -> str:
@@ -58,13 +58,13 @@ def render(evidence: list[Evidence], *, budget_tokens: int | None = None,
 
 def _text(ev: Evidence, captions: dict[str, tuple[str, ...]]) -> str:
     text = _line(ev)
-    for caption in captions.get(ev.trace_ids[0], ()):
+    for caption in captions.get(ev.trace_id, ()):
         text += f" [image: {caption}]"
     return text
 
 
 def _block(admitted: list[Evidence], captions: dict[str, tuple[str, ...]]) -> str:
-    ordered = sorted(admitted, key=lambda e: (e.time or "", e.session or "", e.provenance[0].seq))
+    ordered = sorted(admitted, key=lambda e: (e.time or "", e.session or "", e.provenance.seq))
     lines: list[str] = []
     current = None
     for ev in ordered:
@@ -73,5 +73,5 @@ def _block(admitted: list[Evidence], captions: dict[str, tuple[str, ...]]) -> st
             when = ev.time.replace("T", " ")[:16] if ev.time else "undated"
             lines.append(f"--- {ev.session or 'no session'} ({when}) ---")
             current = header
-        lines.append(f"[{ev.trace_ids[0]}] {_text(ev, captions)}")
+        lines.append(f"[{ev.trace_id}] {_text(ev, captions)}")
     return "\n".join(lines)

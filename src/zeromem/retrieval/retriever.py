@@ -18,9 +18,9 @@ import numpy as np
 
 from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, EncoderFailure
+from ..results import Health, IndexCacheStats
 from ..types import Evidence, Scope
 from . import health
-from .cache import CacheStats
 from .context import render_evidence
 from .engine import Engine, SearchResult
 from .prepared import PreparedScope
@@ -74,7 +74,7 @@ class Retriever:
         """Drop the scope's in-memory index (its traces were erased)."""
         self.scopes.forget(scope)
 
-    def cache_stats(self) -> CacheStats:
+    def cache_stats(self) -> IndexCacheStats:
         """The index cache of this process (see cache.py)."""
         return self.scopes.cache_stats()
 
@@ -82,11 +82,9 @@ class Retriever:
         """(channels a search of ``scope`` skips now, why): see health.degraded."""
         return health.degraded(self.encoders.failures(), self.scopes.waiting_for_ner(scope))
 
-    def health(self, scope: Scope) -> dict[str, Any]:
+    def health(self, scope: Scope) -> Health:
         """See ``Memory.health``."""
-        report = health.health(self.store, self.encoders, scope)
-        report["index_cache"] = self.scopes.cache_stats().as_dict()
-        return report
+        return health.health(self.store, self.encoders, scope, self.scopes.cache_stats())
 
     def search(self, scope: Scope, query: Any, *, k: int, session: str | None, as_of: Any,
                filters: dict[str, Any] | None, now: Any = None) -> SearchResult:

@@ -30,10 +30,11 @@ import numpy as np
 from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, NER, EncoderFailure
 from ..indexes.scope_index import ScopeIndex, session_batches
+from ..results import IndexCacheStats
 from ..store.fingerprint import check_fingerprint
 from ..types import Scope
 from . import snapshots
-from .cache import CacheStats, IndexCache
+from .cache import IndexCache
 from .prepared import PreparedScope
 
 _log = logging.getLogger("zeromem")
@@ -97,7 +98,7 @@ class ScopeIndexes:
             self._expiring.pop(scope.key, None)
             self._forget_overlay(scope)
 
-    def cache_stats(self) -> CacheStats:
+    def cache_stats(self) -> IndexCacheStats:
         """Bytes and scopes the index cache holds, its budget, hits, misses and evictions."""
         return self._cache.stats()
 

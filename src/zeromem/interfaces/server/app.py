@@ -7,6 +7,7 @@ app over any store.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ... import __version__
+from ..._internals import retriever_of, store_of
 from ...config import Config
 from ...memory import Memory
 from ...retrieval.snapshots import limit_malloc_arenas
@@ -83,7 +85,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
                               "with provenance. Authenticate with `Authorization: Bearer <key>`.")
     app.state.memory = memory
     app.state.reader = settings.reader
-    app.state.auth = KeyAuth(memory.store, required=settings.require_auth,
+    app.state.auth = KeyAuth(store_of(memory), required=settings.require_auth,
                              default_scope=MemoryScope(settings.user, settings.agent))
     errors.install(app)
     app.include_router(router)
@@ -95,7 +97,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
 
     @app.get("/readyz", tags=["health"], summary="The store answers; which models work")
     def readyz() -> JSONResponse:
-        report = memory.health()
+        report = dataclasses.asdict(memory.health())
         if settings.preload and not warmed.is_set():
             report.update(ready=False, loading="building the scopes' in-memory indexes (--preload)")
         return JSONResponse(report, status_code=200 if report.get("ready") else 503)
@@ -139,11 +141,12 @@ def _warm_up(memory: Memory, preload: bool, done: threading.Event) -> None:
     needs them; each worker process does its own."""
     try:
         memory.health()
-        memory.retriever.engine()
+        retriever = retriever_of(memory)
+        retriever.engine()
         if preload:  # as many scopes as the index cache holds: more would only be evicted
-            for scope in memory.store.scopes():
-                memory.retriever.prepared(scope)
-                if memory.retriever.cache_stats().evictions:
+            for scope in store_of(memory).scopes():
+                retriever.prepared(scope)
+                if retriever.cache_stats().evictions:
                     break
     except Exception as exc:  # noqa: BLE001 - /readyz reports it
         _log.warning("zeromem server: warm-up failed: %s", exc)

@@ -8,6 +8,7 @@ between threads (per-scope locks; one store connection guarded by a lock).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from pathlib import Path
@@ -17,6 +18,7 @@ from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import Discriminator, Tag
 
+from ..._internals import retriever_of
 from ...errors import InvalidInput, ZeromemError
 from ...memory import Memory
 from .auth import Caller
@@ -91,11 +93,17 @@ def add_traces(body: TraceBody, who: CallerDep, mem: MemoryDep) -> TraceIds:
             summary="List traces in conversation order, filtered")
 def list_traces(who: CallerDep, mem: MemoryDep, session: str | None = None,
                 since: str | None = None, until: str | None = None,
-                metadata: Annotated[str | None, Query(description='JSON object, e.g. {"topic": "x"}')] = None,
+                filters: Annotated[str | None, Query(
+                    description='metadata that must equal these values: a JSON object, e.g. {"topic": "x"}')] = None,
+                metadata: Annotated[str | None, Query(
+                    deprecated=True, description="the name of `filters` before 1.0")] = None,
                 limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100,
                 offset: Annotated[int, Query(ge=0)] = 0) -> TraceList:
-    filters = _json_object(metadata, "metadata") if metadata else None
-    traces = mem.list(session=session, since=since, until=until, metadata=filters, limit=limit,
+    if filters and metadata:
+        raise InvalidInput("give the metadata filter once, as filters (metadata is its old name)")
+    raw, name = (filters, "filters") if filters else (metadata, "metadata")
+    wanted = _json_object(raw, name) if raw else None
+    traces = mem.list(session=session, since=since, until=until, filters=wanted, limit=limit,
                       offset=offset, **_scope(who))
     return TraceList(traces=[TraceOut.from_trace(t) for t in traces], limit=limit, offset=offset)
 
@@ -136,15 +144,15 @@ def trace_graph(trace_id: str, who: CallerDep, mem: MemoryDep,
                 limit: Annotated[int, Query(ge=0, le=200)] = 20) -> NeighbourhoodOut:
     hood = mem.neighbourhood(trace_id, limit=limit, **_scope(who))
     return NeighbourhoodOut(
-        trace=TraceOut.from_trace(hood["trace"]),
-        entities=[EntityOut(**e) for e in hood["entities"]],
-        neighbours=[NeighbourOut(trace=TraceOut.from_trace(n["trace"]), shared=n["shared"])
-                    for n in hood["neighbours"]])
+        trace=TraceOut.from_trace(hood.trace),
+        entities=[EntityOut(**dataclasses.asdict(e)) for e in hood.entities],
+        neighbours=[NeighbourOut(trace=TraceOut.from_trace(n.trace), shared=list(n.shared))
+                    for n in hood.neighbours])
 
 
 @router.get("/sessions", response_model=SessionList, tags=["traces"])
 def list_sessions(who: CallerDep, mem: MemoryDep) -> SessionList:
-    return SessionList(sessions=[SessionOut(**s) for s in mem.sessions(**_scope(who))])
+    return SessionList(sessions=[SessionOut(**dataclasses.asdict(s)) for s in mem.sessions(**_scope(who))])
 
 
 @router.delete("/sessions/{session:path}", response_model=DeleteReceiptOut, tags=["traces"],
@@ -240,10 +248,22 @@ def cards(who: CallerDep, mem: MemoryDep, session: str | None = None, kind: str 
     return [CardOut(**{f: getattr(c, f) for f in CardOut.model_fields}) for c in found]
 
 
-@router.post("/traces/{trace_id}/restore", response_model=TraceOut, tags=["lifecycle"],
-             summary="Bring a trace back into active memory and keep it there (pinned)")
+@router.post("/traces/{trace_id}/pin", response_model=TraceOut, tags=["lifecycle"],
+             summary="Keep a trace in active memory whatever its score (pinned; unarchived)")
+def pin(trace_id: str, who: CallerDep, mem: MemoryDep) -> TraceOut:
+    return TraceOut.from_trace(mem.pin(trace_id, **_scope(who)))
+
+
+@router.post("/traces/{trace_id}/restore", response_model=TraceOut, tags=["lifecycle"], deprecated=True,
+             summary="The name of /pin before 1.0")
 def restore(trace_id: str, who: CallerDep, mem: MemoryDep) -> TraceOut:
-    return TraceOut.from_trace(mem.restore(trace_id, **_scope(who)))
+    return pin(trace_id, who, mem)
+
+
+@router.post("/traces/{trace_id}/unpin", response_model=TraceOut, tags=["lifecycle"],
+             summary="Drop a trace's pin (active memory keeps it only by its score)")
+def unpin(trace_id: str, who: CallerDep, mem: MemoryDep) -> TraceOut:
+    return TraceOut.from_trace(mem.unpin(trace_id, **_scope(who)))
 
 
 @router.post("/traces/{trace_id}/archive", response_model=TraceOut, tags=["lifecycle"],
@@ -252,13 +272,19 @@ def archive(trace_id: str, who: CallerDep, mem: MemoryDep) -> TraceOut:
     return TraceOut.from_trace(mem.archive(trace_id, **_scope(who)))
 
 
+@router.post("/traces/{trace_id}/unarchive", response_model=TraceOut, tags=["lifecycle"],
+             summary="Drop a trace's archived flag (active memory may hold it again, by its score)")
+def unarchive(trace_id: str, who: CallerDep, mem: MemoryDep) -> TraceOut:
+    return TraceOut.from_trace(mem.unarchive(trace_id, **_scope(who)))
+
+
 # -- scope -----------------------------------------------------------------------------------
 @router.get("/stats", tags=["scope"], summary="Counts of traces, sessions, events and derived units")
 def stats(who: CallerDep, mem: MemoryDep) -> dict[str, Any]:
-    counts = mem.stats(**_scope(who))
+    counts = dataclasses.asdict(mem.stats(**_scope(who)))
     counts.pop("path", None)  # where the server keeps its file is not the client's business
     # The worker's in-memory indexes (all scopes together: sizes and counts, never names).
-    counts["index_cache"] = mem.retriever.cache_stats().as_dict()
+    counts["index_cache"] = dataclasses.asdict(retriever_of(mem).cache_stats())
     return counts
 
 

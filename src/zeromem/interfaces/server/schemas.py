@@ -160,22 +160,22 @@ class ProvenanceOut(BaseModel):
 
 
 class EvidenceOut(BaseModel):
+    """One retrieved turn (``zeromem.Evidence``): one trace's verbatim text and provenance."""
+
+    trace_id: str
     text: str
-    trace_ids: list[str]
-    provenance: list[ProvenanceOut]
     score: float
-    level: str
+    provenance: ProvenanceOut
     why: dict[str, Any] | None = None
     annotations: list[str]
     superseded_by: str | None
 
     @classmethod
     def from_evidence(cls, ev: Evidence, *, why: bool = True) -> EvidenceOut:
-        return cls(text=ev.text, trace_ids=list(ev.trace_ids),
-                   provenance=[ProvenanceOut(trace_id=p.trace_id, session=p.session, speaker=p.speaker,
-                                             time=p.time, source_id=p.source_id, seq=p.seq)
-                               for p in ev.provenance],
-                   score=_finite(ev.score), level=ev.level,
+        p = ev.provenance
+        return cls(trace_id=ev.trace_id, text=ev.text, score=_finite(ev.score),
+                   provenance=ProvenanceOut(trace_id=p.trace_id, session=p.session, speaker=p.speaker,
+                                            time=p.time, source_id=p.source_id, seq=p.seq),
                    why={k: _json_value(v) for k, v in ev.why.items()} if why else None,
                    annotations=list(ev.annotations), superseded_by=ev.superseded_by)
 

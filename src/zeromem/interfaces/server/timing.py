@@ -38,6 +38,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..._internals import retriever_of, store_of
+
 STAGES = ("auth", "store", "derive", "search", "prepare")
 WORK = ("store", "search")  # the first stage of a write / a search, inside its handler
 # The stages of the request now running; a dict shared with the worker thread that runs the
@@ -127,10 +129,11 @@ def install(app: FastAPI, memory: Any, caller: Callable[..., Any]) -> None:
     to any authenticated caller (``caller``: the routes' key dependency)."""
     auth = app.state.auth
     auth.caller = _timed("auth", auth.caller)
-    memory.store.add_many = _timed("store", memory.store.add_many)
+    store, retriever = store_of(memory), retriever_of(memory)
+    store.add_many = _timed("store", store.add_many)  # type: ignore[method-assign]
     memory._derive = _timed("derive", memory._derive)
-    memory.retriever.search = _timed("search", memory.retriever.search)
-    scopes = getattr(memory.retriever, "scopes", None)
+    retriever.search = _timed("search", retriever.search)  # type: ignore[method-assign]
+    scopes = getattr(retriever, "scopes", None)
     if scopes is not None and callable(getattr(scopes, "prepared", None)):
         scopes.prepared = _timed("prepare", scopes.prepared)
     totals = Totals()

@@ -757,10 +757,9 @@
       h('span', { class: 'ev-rank', text: '#' + rank }),
       h('span', { class: 'ev-score' }, 'score', meter('score', ev.score),
         h('span', { class: 'mono', 'data-testid': 'ev-score', text: fmtNum(ev.score) })),
-      h('span', { class: 'chip', title: 'level', text: ev.level }),
       why && why.reason ? h('span', { class: 'chip', 'data-testid': 'why-reason', title: 'why it was chosen', text: String(why.reason) }) : null,
       why && why.route ? h('span', { class: 'chip', title: 'route', text: 'route ' + String(why.route) }) : null);
-    const prov = (ev.provenance || []).map((p) => h('div', { class: 'ev-prov', 'data-testid': 'ev-provenance' },
+    const prov = [ev.provenance].filter(Boolean).map((p) => h('div', { class: 'ev-prov', 'data-testid': 'ev-provenance' },
       h('button', {
         type: 'button', class: 'link', 'data-trace-id': p.trace_id, title: 'open in Browse',
         onclick: () => { selectTab('browse'); openTrace(p.trace_id); },
@@ -773,7 +772,7 @@
     const notes = [];
     for (const note of ev.annotations || []) notes.push(h('span', { class: 'chip', text: note }));
     if (ev.superseded_by) notes.push(h('span', { class: 'chip warn', text: 'superseded by ' + ev.superseded_by }));
-    return h('li', { class: 'ev', 'data-testid': 'evidence-item', 'data-trace-ids': (ev.trace_ids || []).join(' ') },
+    return h('li', { class: 'ev', 'data-testid': 'evidence-item', 'data-trace-id': ev.trace_id },
       head,
       h('p', { class: 'ev-text', 'data-testid': 'ev-text', text: ev.text }),
       prov,

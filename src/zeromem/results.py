@@ -1,0 +1,144 @@
+"""Typed reports of ``Memory``'s inspection methods: ``health``, ``stats``, ``sessions``,
+``neighbourhood`` and ``compact``.
+
+Frozen dataclasses, so a report is a value: compare it, hash it (where its fields allow), turn it
+into JSON with ``dataclasses.asdict`` (``CompactReport.as_dict`` leaves out what its backend does
+not report). Each field is documented in its class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .types import Trace
+
+
+@dataclass(frozen=True, slots=True)
+class IndexCacheStats:
+    """This process's in-memory indexes (``Config.index_cache_mb``), all scopes together.
+
+    ``budget_bytes`` is the cache's budget; ``bytes`` and ``scopes`` what it holds now;
+    ``hits``, ``misses`` (a scope built or read from its snapshot) and ``evictions`` count
+    since the process started.
+    """
+
+    budget_bytes: int
+    bytes: int
+    scopes: int
+    hits: int
+    misses: int
+    evictions: int
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """Whether a memory can answer, and with which models (``Memory.health``).
+
+    ``ready`` is True exactly when the store works (writes are accepted and searches answer,
+    possibly degraded). ``store`` is ``"ok"`` or ``"error: <why>"``; ``embedder`` and ``ner``
+    are ``"ok"`` or ``"unavailable: <why>"``. ``degraded`` has one line per unavailable model
+    saying what searches skip without it. ``index_cache`` describes this process's in-memory
+    indexes.
+    """
+
+    ready: bool
+    store: str
+    embedder: str
+    ner: str
+    degraded: tuple[str, ...]
+    index_cache: IndexCacheStats
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Counts of what a store holds, for one scope or the whole store (``Memory.stats``).
+
+    ``path`` is the store (a file path or a redacted URL); ``traces``, ``sessions`` and
+    ``characters`` (of trace text) are totals; ``scopes`` counts (user, agent) pairs (1 for
+    one scope); ``speakers`` maps each speaker (``""`` for none) to its trace count;
+    ``history_events`` maps ``"add"`` / ``"update"`` / ``"delete"`` to counts;
+    ``first_time`` / ``last_time`` span the traces' event or session times (ISO 8601, None
+    when undated); ``units`` maps each derived level (turn, span, window, episode) to a count.
+    """
+
+    path: str
+    traces: int
+    sessions: int
+    characters: int
+    scopes: int
+    speakers: dict[str, int]
+    history_events: dict[str, int]
+    first_time: str | None
+    last_time: str | None
+    units: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One session of a scope (``Memory.sessions``): its name (None for traces stored
+    without one), how many traces it holds, and its first and last time (ISO 8601)."""
+
+    session: str | None
+    traces: int
+    first_time: str | None
+    last_time: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NeighbourEntity:
+    """An entity a trace mentions: its normalized key ``entity``, NER ``label``, the
+    ``surface`` form in the text, how many times the trace mentions it (``count``) and how
+    many turns of the scope mention it (``turns``)."""
+
+    entity: str
+    label: str
+    surface: str
+    count: int
+    turns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """Another trace that shares entities with the one asked about, and which (``shared``)."""
+
+    trace: Trace
+    shared: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbourhood:
+    """A trace's place in the entity–context graph (``Memory.neighbourhood``): the trace,
+    the entities it mentions, and the traces sharing an entity with it, most shared first."""
+
+    trace: Trace
+    entities: tuple[NeighbourEntity, ...]
+    neighbours: tuple[Neighbour, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactReport:
+    """What ``Memory.compact`` did: the store, its size in bytes before and after, and
+    ``retained``: what may still hold erased text (empty when nothing does).
+
+    ``checkpointed`` (SQLite) says whether the write-ahead log was checkpointed and truncated;
+    ``done`` (PostgreSQL) lists the maintenance steps that ran. Each is None on the other backend.
+    """
+
+    store: str
+    bytes_before: int
+    bytes_after: int
+    retained: tuple[str, ...]
+    checkpointed: bool | None = None
+    done: tuple[str, ...] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data, without the field its backend does not report."""
+        out: dict[str, Any] = {"store": self.store, "bytes_before": self.bytes_before,
+                               "bytes_after": self.bytes_after}
+        if self.checkpointed is not None:
+            out["checkpointed"] = self.checkpointed
+        if self.done is not None:
+            out["done"] = list(self.done)
+        out["retained"] = list(self.retained)
+        return out
