@@ -49,7 +49,7 @@ BAD_CALLS = {
     "list with a negative limit": (lambda m, t: m.list(limit=-1), InvalidInput, "limit"),
     "list with a negative offset": (lambda m, t: m.list(offset=-1), InvalidInput, "offset"),
     "list with a bad since": (lambda m, t: m.list(since="someday"), InvalidInput, "since"),
-    # Values that pass a shallow check but that no backend can store (issue 9).
+    # Values that pass a shallow check but that no backend can store.
     "seq beyond 64 bits": (lambda m, t: m.add("ok", seq=2**63), InvalidInput, "seq"),
     "seq beyond 64 bits late in a batch": (
         lambda m, t: m.add_many([{"text": "ok"}, {"text": "ok", "seq": 2**64}]), InvalidInput, "trace #1: seq"),

@@ -1,4 +1,4 @@
-"""The CLI never shows a traceback for bad input and never prints stored text raw (issue 14)."""
+"""The CLI never shows a traceback for bad input and never prints stored text raw."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Dates are read exactly or refused (issue 14): no guessed years, no impossible days, zones kept,
+"""Dates are read exactly or refused: no guessed years, no impossible days, zones kept,
 and time filters compare instants whatever offsets the traces carry."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Search degrades gracefully: with the embedder or the NER pipeline missing or failing it still
 answers from the indexes that work, says so in ``degraded``, and catches up when the model is
-back (SPEC §4). Writes never fail because a model is missing."""
+back (docs/design.md#degraded-search). Writes never fail because a model is missing."""
 
 from __future__ import annotations
 

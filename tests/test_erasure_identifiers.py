@@ -1,4 +1,4 @@
-"""Erasure leaves no identifier (issue 28): a property test on both backends.
+"""Erasure leaves no identifier: a property test on both backends.
 
 Hypothesis draws a unique marker for every identifier field of a trace — user, agent, session,
 speaker, source id, title and a metadata key — and for its text, and plants them in one trace (with a second

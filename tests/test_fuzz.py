@@ -1,4 +1,4 @@
-"""`zeromem bench fuzz` (issue 14): its checks, and a bounded run of every surface for CI.
+"""`zeromem bench fuzz`: its checks, and a bounded run of every surface for CI.
 
 The full count (10 000 cases per surface) runs with `zeromem bench fuzz`; here each surface
 runs CI_CASES cases with the same seed, which is what makes a failure here reproducible there.

@@ -1,4 +1,4 @@
-"""Bugs `zeromem bench fuzz` found (issue 14), each pinned by a plain example.
+"""Bugs `zeromem bench fuzz` found, each pinned by a plain example.
 
 Every call here used to raise something other than zeromem's own errors (TypeError,
 ValueError, OverflowError), break a documented bound, print raw terminal escapes, or leave a

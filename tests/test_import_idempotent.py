@@ -1,4 +1,4 @@
-"""Importing a file again stores nothing new (issue 14), unless duplicates are asked for."""
+"""Importing a file again stores nothing new, unless duplicates are asked for."""
 
 from __future__ import annotations
 

@@ -110,7 +110,7 @@ def test_an_unstorable_value_is_refused_by_place_and_nothing_is_stored(mem, snap
 
 
 def test_the_largest_seq_is_stored_and_the_session_still_takes_more(mem, snapshot):
-    # 2**63-1 used to be stored and then wedge its session (issue 28): every later add without
+    # 2**63-1 used to be stored and then wedge its session: every later add without
     # a seq was refused. A caller's seq now stops at 2**53-1; the seqs after it still fit.
     before = snapshot(mem)
     with pytest.raises(InvalidInput, match="at most 2\\*\\*53-1"):

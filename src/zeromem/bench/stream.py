@@ -52,7 +52,7 @@ DEFAULT_SIZES = (0, 10_000, 100_000)
 K = 10
 STREAM_SUFFIX = "#stream"
 # bench scale's conversation (the README's scale table): tried from the working directory
-# (``../shared/data`` beside the project, as the README runs it) and from the source tree.
+# (a ``shared/data`` folder beside the project, when there is one) and from the source tree.
 _DEFAULT_DATA = ("../shared/data/locomo/30.json",)
 
 

@@ -2,7 +2,8 @@
 
 Exactly what a user does: one ``Memory`` file per corpus, ``add_many`` of the corpus's traces,
 ``index`` (ingest time covers both), then one ``render_context`` (or ``search``) per query.
-Ablations are ``RetrievalConfig`` switches, named after the SPEC §2.6 ablation rows.
+Ablations are ``RetrievalConfig`` switches, named after the Zero-Mem paper's ablation rows
+(graph only, hierarchy only, no closure, no calibration).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A component that cannot be loaded, or that raises while encoding, is recorded here as failed
 (``fail``) for the life of this object: search then answers from the indexes that still work
-and says so (``SearchResult.degraded``, docs/decisions.md "Degraded search"), and the warning
+and says so (``SearchResult.degraded``, docs/design.md#degraded-search), and the warning
 is logged once instead of at every write and search. Reopening the memory tries again.
 """
 

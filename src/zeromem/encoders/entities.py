@@ -3,7 +3,7 @@
 ``EntityExtractor.extract`` runs the NER pipeline in batches (``nlp.pipe``) with only the
 components it needs, adds the regex extractors of ``extractors.py`` (dates, numbers and
 quantities, quoted titles, capitalized names) and, from the tagger's part-of-speech tags, salient
-noun phrases. Overlapping candidates are resolved greedily in this order (SPEC §2.2 wants every
+noun phrases. Overlapping candidates are resolved greedily in this order (the entity graph wants every
 entity the small model misses, but one mention per stretch of text):
 
     NER > TITLE > NAME > DATE/TIME > MONEY/PERCENT/QUANTITY/CARDINAL > NOUN_PHRASE,
@@ -144,7 +144,7 @@ def head_chars(text: str, limit: int | None) -> str:
 
 
 def mention_counts(mentions: Sequence[Mention]) -> dict[str, int]:
-    """How often each entity key is mentioned (the c(e, d) of SPEC §2.2), sorted by key."""
+    """How often each entity key is mentioned (the c(e, d) of w(d, e) in docs/design.md), sorted by key."""
     return dict(sorted(Counter(m.entity for m in mentions).items()))
 
 
@@ -296,7 +296,7 @@ _DENSITY_MEMORY = 4096  # texts; a write's batch is tagged, then its signals are
 
 
 def content_density(pos_tags: Iterable[str]) -> float:
-    """Information density ID (SPEC §3): the share of NOUN / VERB / ADJ / PROPN among the words
+    """Information density ID (docs/design.md#signals): the share of NOUN / VERB / ADJ / PROPN among the words
     (coarse POS tags; punctuation, spaces and symbols are not words)."""
     words = [p for p in pos_tags if p not in _NOT_WORDS]
     return sum(p in CONTENT_POS for p in words) / len(words) if words else 0.0

@@ -16,7 +16,8 @@ at ef=64, 0.97-0.98 at ef=128) at sub-millisecond latency, and all take minutes 
 one busy core. usearch has the smallest wheel, no OpenMP, incremental add/remove and
 serialization. The graph is built lazily, on the first ``search`` at or above the threshold:
 building costs ~0.5-1.5 ms per vector, so it only pays off for a snapshot that answers
-thousands of ``search`` calls; ``scores`` never needs it. Numbers in docs/decisions.md.
+thousands of ``search`` calls; ``scores`` never needs it. Numbers in docs/decisions.md#d-005
+(``search`` now serves only the dense baselines).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class RowStore:
 
     Appending never copies the base; only rewriting a base slot in place (a trace updated in
     a scope loaded from a snapshot) copies it once. int8 rows (large scopes, see
-    ``quantize``) change a cosine by ~5e-4 (docs/decisions.md).
+    ``quantize``) change a cosine by ~5e-4 (docs/decisions.md#d-014).
     """
 
     def __init__(self, dim: int, base: np.ndarray | None = None, scale: np.ndarray | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Segmentation of a session's traces into context units at four granularities (SPEC §2.3).
+"""Segmentation of a session's traces into context units at four granularities (docs/design.md#context-units).
 
 episode (the session) → window (``window_turns`` consecutive turns, every ``stride`` turns)
 → turn (one trace) → span (one sentence of a multi-sentence turn). Every unit keeps the trace

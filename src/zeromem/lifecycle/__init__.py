@@ -1,4 +1,4 @@
-"""The memory lifecycle (SPEC §3, DMF): per-trace signals, the survival score Ω and its
+"""The memory lifecycle (docs/design.md#lifecycle): per-trace signals, the survival score Ω and its
 interaction-count decay, the token-budgeted active memory, cards, and state supersession.
 
 A layer between the indexes and retrieval: it reads the store (traces, stored NER mentions)

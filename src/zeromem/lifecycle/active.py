@@ -1,4 +1,4 @@
-"""Active memory: the token-budgeted working set an agent puts into every prompt (SPEC §3).
+"""Active memory: the token-budgeted working set an agent puts into every prompt (docs/design.md#active-memory).
 
 Selection, a pure function of the trace sequence (and of the clock only for expiries):
 

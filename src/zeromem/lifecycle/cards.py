@@ -1,4 +1,4 @@
-"""Cards: conservative subject–predicate–object projections of traces (SPEC §3, DMF).
+"""Cards: conservative subject–predicate–object projections of traces (docs/design.md#cards).
 
 A card is never the memory: it is a short structured reading of one sentence of one trace,
 linked to that trace and expanded back to its verbatim text before anything is rendered

@@ -1,4 +1,4 @@
-"""Dialogue signals G(t) (SPEC §3): deterministic language rules, English and Chinese.
+"""Dialogue signals G(t) (docs/design.md#signals): deterministic language rules, English and Chinese.
 
 Each signal is a table of regular expressions; a text has the signal when any of its rules
 matches. Both tables run on every text (a Chinese rule never matches English and the reverse),

@@ -1,4 +1,4 @@
-"""Per-trace content and dialogue signals (SPEC §3), computed once and stored.
+"""Per-trace content and dialogue signals (docs/design.md#signals), computed once and stored.
 
 - information density ID = share of NOUN / VERB / ADJ / PROPN among the words (spaCy's
   coarse POS, from the tagger of the NER pipeline the memory already loads; punctuation and

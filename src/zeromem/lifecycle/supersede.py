@@ -1,4 +1,4 @@
-"""Updates and corrections: which state assertion supersedes which (SPEC §3, DMF).
+"""Updates and corrections: which state assertion supersedes which (docs/design.md#supersession).
 
 A **state assertion** is a first-person claim about how things are, keyed by (speaker,
 attribute): "I live in Boston" → (Ana, residence, boston); "my favourite colour is green" →

@@ -1,4 +1,4 @@
-"""Survival score Ω and its interaction-count decay Ω_eff (SPEC §3, DMF).
+"""Survival score Ω and its interaction-count decay Ω_eff (docs/design.md#survival-score).
 
 Laws
 ----
@@ -25,17 +25,17 @@ trace. Δn = 0 gives Ω_eff = Ω; Ω_eff is non-increasing in Δn and never exce
 Worked example (the defaults below). "I'm allergic to peanuts, never put them in my food."
 by the user: ID = 0.55, |S| = 0.0, E_norm = 0.0, length 14/30 = 0.47, constraint = 1::
 
-    z = −2.2 + 1.6·0.55 + 0.8·0.47 + 2.6·1 + 0.4·1 = 2.06   →  Ω = σ(2.06) = 0.887
-    after 200 newer traces:  Ω_eff = 0.887·exp(−0.004·(1 − 0.9·0.887)·200) = 0.752
+    z = −2.2 + 1.6·0.55 + 0.8·0.47 + 3.9·1 + 0.4·1 = 3.35   →  Ω = σ(3.35) = 0.966
+    after 200 newer traces:  Ω_eff = 0.966·exp(−0.001·(1 − 0.9·0.966)·200) = 0.941
 
 "ok thanks!" by the user: ID = 0, length 0.10, ack_like = 1::
 
-    z = −2.2 + 0.8·0.10 − 2.4 + 0.4 = −4.12  →  Ω = 0.016; after 200: 0.016·e^(−0.79) = 0.007
+    z = −2.2 + 0.8·0.10 − 2.4 + 0.4 = −4.12  →  Ω = 0.016; after 200: 0.016·e^(−0.197) = 0.013
 
 Cost: one ``math.exp`` per score and per decay step, no I/O, no model; the features come
 from ``signals.py`` (spaCy POS + VADER + stored NER mentions + ``rules.py``).
 
-How the constants were chosen: docs/decisions.md, "Memory lifecycle (issue 11)" — the
+How the constants were chosen: docs/decisions.md#d-018 — the
 weights by the role each signal should play (acks out first, constraints and preferences
 last), then λ and η checked on two LoCoMo dev conversations and reported on the other three.
 """

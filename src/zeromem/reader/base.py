@@ -1,6 +1,6 @@
 """The reader interface and the process-wide LLM usage counter.
 
-The reader is the only part of zeromem allowed to call a language model (SPEC §1): it answers a
+The reader is the only part of zeromem allowed to call a language model (docs/design.md#principles): it answers a
 question from retrieved evidence, after every memory operation is done. Every LLM call in the
 process goes through :func:`record_call`, so "memory operations spent zero LLM calls" is a
 counted fact: take a :func:`usage` snapshot before ingest and search, another after, and

@@ -1,4 +1,4 @@
-"""Answer calibration after the reader (SPEC §2.5): ``a = Calibrate(a0, q, R(q), φ(q))``.
+"""Answer calibration after the reader (docs/design.md#answer-calibration): ``a = Calibrate(a0, q, R(q), φ(q))``.
 
 Deterministic and model-free: the reader's answer is checked against the evidence it was
 given (grounding), normalized to the question's answer type (dates to "8 May 2023", number

@@ -1,4 +1,4 @@
-"""Evidence calibration (SPEC §2.5): filter by the profile, supersede stale state, say "nothing".
+"""Evidence calibration (docs/design.md#calibration): filter by the profile, supersede stale state, say "nothing".
 
 - **Compatibility**: a turn whose speaker is not the query's subject, or whose time falls
   outside the query's time cue, is down-weighted (soft filter: ``×(1 − penalty)``), never

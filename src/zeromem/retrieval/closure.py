@@ -1,4 +1,4 @@
-"""Closure C(q) = Dedup(M(q) ∪ N_g(M(q)) ∪ N_h(M(q))) within the caller's turn budget (SPEC §2.5).
+"""Closure C(q) = Dedup(M(q) ∪ N_g(M(q)) ∪ N_h(M(q))) within the caller's turn budget (docs/design.md#closure).
 
 - Hierarchy neighbours ``N_h``: the turn right after a primary candidate (the reply that usually
   carries the answer to a question-like turn) and, more weakly, the turn before it; after a
@@ -7,7 +7,7 @@
 - Graph ``N_g``: the episode named after an entity a top candidate mentions by name (the
   second hop of a bridge question), and, when ``bridges`` > 0, turns that mention entities of
   two or more different primary candidates (off by default: ``RetrievalConfig.
-  closure_graph_bridges``; on the dev sets they helped nowhere, docs/decisions.md).
+  closure_graph_bridges``; on the dev sets they helped nowhere, docs/decisions.md#d-024).
 A closure unit inherits a decayed share of the score of the candidate(s) that brought it in, and
 competes with the remaining ranked turns for the budget, so closure never crowds out a better
 direct match.
@@ -25,10 +25,10 @@ NEXT_DECAY = 0.55
 NEXT_AFTER_QUESTION_DECAY = 0.8
 PREV_DECAY = 0.35
 # A statement, a question about it, its answer: the answer says more of what the statement
-# started, in words of its own (issue 10, session 6).
+# started, in words of its own (docs/decisions.md#d-028).
 ANSWER_AFTER_QUESTION_DECAY = 0.75
 BRIDGE_DECAY = 0.6
-TITLE_LINK_DECAY = 1.1  # a hop may pass its source: a well-matching page the top hit names (issue 10)
+TITLE_LINK_DECAY = 1.1  # a hop may pass its source: a well-matching page the top hit names (docs/decisions.md#d-024)
 TITLE_LINK_SOURCES = 3
 RESIDUAL_SHARE = 0.5  # of a hop target's match: the part of the query its source leaves unmatched
 

@@ -6,8 +6,8 @@ No step calls a language model; the only encoder touched per query is the query 
 A scope of fewer than ``SMALL_SCOPE_TURNS`` turns is ranked without the graph view (its few
 entities are in most turns), and, when one speaker wrote it, without windows and episodes.
 
-A search may be told to ``skip`` channels whose encoder is down (docs/decisions.md, "Degraded
-search"): ``"dense"`` (no query embedding: BM25 alone scores every level, entities align by
+A search may be told to ``skip`` channels whose encoder is down (docs/design.md#degraded-search):
+``"dense"`` (no query embedding: BM25 alone scores every level, entities align by
 name only) and ``"graph"`` (the graph view gets no weight; the hierarchy view answers).
 """
 

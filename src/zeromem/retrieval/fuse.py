@@ -1,4 +1,4 @@
-"""Per-view score normalization and weighted fusion (SPEC §2.5).
+"""Per-view score normalization and weighted fusion (docs/design.md#fusion).
 
 ``normalize`` maps one view's raw scores onto [0, 1] relative to that view's own distribution:
 ``Ŝ(d) = clip((S(d) − m) / (max S − m), 0, 1)`` with ``m`` the median, so a view whose scores

@@ -1,6 +1,6 @@
 """What a search has to do without while an encoder is down, and the readiness report.
 
-Degraded search (docs/decisions.md): a failed embedder takes the dense channel out (BM25 alone
+Degraded search (docs/design.md#degraded-search): a failed embedder takes the dense channel out (BM25 alone
 scores every level); a failed NER pipeline takes the graph view out, but only while some
 sessions wait for their entity mentions (the stored sessions keep theirs). Each skipped channel
 comes with one line saying which component failed, why, and what answers instead.

@@ -1,4 +1,6 @@
-"""The query profile φ(q) = {subject, keywords, answer type, temporal cues, boundary} (SPEC §2.4).
+"""The query profile φ(q) = {subject, keywords, answer type, temporal cues, boundary}.
+
+Explained in docs/design.md#query-profile-and-routing.
 
 Built from the query text and the scope's known speakers only — never from an answer. Pure
 regular-expression and lookup work: microseconds, no model.

@@ -4,7 +4,7 @@ The parts, each in its own module: query validation (query.py), each scope's pre
 kept current with the store (scopes.py) and its persisted copy (snapshots.py), the engine
 (engine.py), what a degraded search skips and the readiness report (health.py), and rendering
 evidence with its captions (context.py). ``SearchResult.degraded`` names what was skipped and
-why (docs/decisions.md, "degraded search").
+why (docs/design.md#degraded-search).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Route(q) ∈ {relational, local} and the view weights ρ / 1 − ρ (SPEC §2.4).
+"""Route(q) ∈ {relational, local} and the view weights ρ / 1 − ρ (docs/design.md#query-profile-and-routing).
 
 Relational questions gather facts spread across the history (aggregation, several named
 entities, lists): the entity graph leads. Local questions pin one moment (a time cue, a session

@@ -11,7 +11,7 @@ update of the same scope never interleave, other scopes are seldom held up. The 
 scope, and its first use after the cache dropped it, opens it from its persisted index when it
 has one (snapshots.py), else builds it from the store.
 
-Degraded search (docs/decisions.md): when the embedder or the NER pipeline cannot be loaded or
+Degraded search (docs/design.md#degraded-search): when the embedder or the NER pipeline cannot be loaded or
 fails, the dirty sessions cannot be stored; they are derived in memory with the encoders that
 work (``Indexer.derive``) and applied to the prepared index like stored sessions (the
 *overlay*). The store never holds such a derivation: the sessions stay dirty, and once the

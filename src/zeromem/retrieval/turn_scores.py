@@ -14,10 +14,10 @@ candidate turns and leaves every other turn at 0:
   whole level, as in the full path; cosines are normalized with the median of a fixed sample of
   the level's rows (``DenseIndex.sample_scores``) in place of the median of all rows.
 
-Measured against the full path in docs/decisions.md.
+Measured against the full path in docs/decisions.md#d-006.
 
-Without a query vector (``qvec`` None: the embedder is down, see docs/decisions.md "Degraded
-search") every cosine is 0 and no turn is a candidate by cosine; the engine then gives BM25 the
+Without a query vector (``qvec`` None: the embedder is down, see docs/design.md#degraded-search)
+every cosine is 0 and no turn is a candidate by cosine; the engine then gives BM25 the
 whole of each level's score (``lexical_share`` 1).
 """
 

@@ -19,7 +19,7 @@ MIN_INT = -(2**63)
 MAX_INT = 2**63 - 1
 # The largest seq a caller may pass: the largest integer a JSON client (JavaScript) reads
 # exactly. The room above it, up to MAX_INT, is for the seqs assigned after it, so that one
-# trace stored at the top cannot leave its session unable to take another (issue 28).
+# trace stored at the top cannot leave its session unable to take another.
 MAX_SEQ = 2**53 - 1
 # Characters that show nothing or reorder what follows on screen: a name made of, or holding,
 # them reads as another name (U+202E turns "alice\u202eknil" into "alicelink" backwards).

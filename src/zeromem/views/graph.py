@@ -1,4 +1,4 @@
-"""View 1: the entity–context graph (SPEC §2.2).
+"""View 1: the entity–context graph (docs/design.md#entity-context-graph).
 
 Nodes are turn units and entities; a turn links to each entity detected in it with the
 frequency-normalized weight ``w(d, e) = c(e, d) / Σ_e' c(e', d)``, and consecutive turns of a
@@ -39,7 +39,7 @@ PPR_TOL = 1e-4  # L1; scores are normalized by their maximum afterwards (1e-5: s
 PPR_MAX_ITER = 30  # γ = 0.6: the error after 30 steps is below 0.6³⁰ ≈ 2e-7
 # Forward push on large scopes: a turn's mass is at most ε·deg (deg ≤ ~2) below the exact one,
 # and the scores are divided by their maximum (~4e-2: the seed turns), so the normalized error
-# stays below 1e-3 (measured at 100k turns: 3e-4; docs/decisions.md).
+# stays below 1e-3 (measured at 100k turns: 3e-4; docs/decisions.md#d-006).
 PPR_PUSH_EPSILON = 1e-5
 
 

@@ -1,4 +1,4 @@
-"""View 2: the temporal hierarchy, episode → window → turn → span (SPEC §2.3).
+"""View 2: the temporal hierarchy, episode → window → turn → span (docs/design.md#temporal-hierarchy).
 
 Coarse-to-fine: an episode (session) or window that matches the query lends part of its score
 to the turns inside it, and a turn's best sentence span lends its score to the turn. A turn's

@@ -1,4 +1,4 @@
-"""Personalized PageRank on a sparse symmetric graph (SPEC §2.2).
+"""Personalized PageRank on a sparse symmetric graph (docs/design.md#personalized-pagerank).
 
 The law: ``π = (1 − γ) r + γ Pᵀ π`` with ``P = D⁻¹A`` the row-normalized transition matrix of
 the symmetric weighted adjacency ``A`` (degrees ``D``), ``r`` a restart distribution (sums to
