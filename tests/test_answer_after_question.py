@@ -58,7 +58,7 @@ def test_the_answer_after_the_question_is_evidence(memory):
     assert STATEMENT in by_text and ANSWER in by_text
     statement_id = by_text[STATEMENT].trace_id
     assert by_text[ANSWER].why["reason"] == f"answer to the question after {statement_id}"
-    assert by_text[ANSWER].provenance[0].speaker == "Ana"
+    assert by_text[ANSWER].provenance.speaker == "Ana"
 
 
 def test_without_the_rule_the_answer_is_left_out(memory, monkeypatch):
