@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..encoders.tokenize import count_budget_tokens as count_tokens
+from ..encoders.token_count import count_budget_tokens as count_tokens
 from ..types import Evidence
 
 
