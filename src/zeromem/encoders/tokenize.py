@@ -157,12 +157,3 @@ def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
     """``tokenize`` applied to each text, in order."""
     return [tokenize(t) for t in texts]
 
-
-_BUDGET_TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
-
-
-def count_budget_tokens(text: str) -> int:
-    """The unit of every zeromem token budget (render, active memory): words and punctuation
-    marks. No model tokenizer is needed; it is within ~25 % of WordPiece / BPE counts on
-    English chat (an LLM's own count is what the agent loop reports)."""
-    return len(_BUDGET_TOKEN_RE.findall(text))
