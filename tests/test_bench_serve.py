@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 import pg_fixture
 from zeromem import Memory
 from zeromem.bench.serve import USER, failed, run
-from zeromem.interfaces.cli import app
+from zeromem.main import app
 from zeromem.types import Scope
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,6 @@ from typing import Annotated, Any
 import typer
 
 from .. import __version__
-from ..bench.cli import bench_app
 from ..errors import InvalidInput
 from ..ingest import FORMATS, check_conversations, load_file, skip_stored, summarize
 from ..store import open_store
@@ -40,10 +39,6 @@ from .cli_common import (
 
 __all__ = ["AgentOption", "DbOption", "JsonOption", "UserOption", "app", "fail", "friendly", "main",
            "open_memory", "print_json", "safe"]
-
-# Command groups that live in their own modules plug in here, one line each:
-app.add_typer(bench_app, name="bench")
-
 
 def _scope_label(user: str | None, agent: str | None) -> str:
     return safe(f"user={user!r}, agent={agent!r}")
@@ -372,7 +367,7 @@ def history(
 
 
 def main() -> None:
-    """Console entry point (``zeromem``)."""
+    """Run the memory commands (the ``zeromem`` program, ``zeromem.main``, adds ``bench``)."""
     app()
 
 
