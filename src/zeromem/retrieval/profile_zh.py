@@ -3,7 +3,7 @@
 Same fields as the English profile, from tables instead of English regular expressions:
 
 - **words / keywords**: jieba's segmentation (punctuation dropped); keywords leave out the
-  function words (``encoders.tokenize.CHINESE_STOPWORDS``) and the question words below. The
+  function words (``lexicon.CHINESE_STOPWORDS``) and the question words below. The
   noun compounds the entity extractor indexes as one name ("深圳银行柜员招聘会") are added to
   ``words`` whole, so the engine's exact entity alignment (n-grams of words) can meet them.
 - **answer type** (``_ANSWER_TYPES``, first match in table order): 什么时候 / 哪天 / 几点 → date,
@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterable
 
 from ..encoders import entities_zh
-from ..encoders.tokenize import CHINESE_STOPWORDS
+from ..lexicon import CHINESE_STOPWORDS
 from .query_profile import QueryProfile, time_cues
 
 # (answer type, question words) — checked in this order, the first type that matches wins.
