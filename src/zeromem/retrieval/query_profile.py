@@ -1,8 +1,9 @@
 """What a query profile φ(q) is, for every language: the fields (:class:`QueryProfile`) and
 the periods a query names (:func:`time_cues`).
 
-``profile.py`` fills it for English and hands Chinese text to ``profile_zh.py``; both build on
-this module, so neither imports the other's caller.
+``profile.build_profile`` fills it for English and hands Chinese text to ``profile_zh.py``,
+which fills it from tables. Both take the fields from here, so the Chinese profile does not
+import the module that calls it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from ..encoders.timexpr import TimeSpan, parse_absolute, resolve_relative
 
 @dataclass
 class QueryProfile:
+    """φ(q): what a query asks, from its text and the scope's speakers (SPEC §2.4)."""
+
     text: str
     words: list[str]
     subject: str | None
