@@ -10,10 +10,11 @@ from typing import Any
 
 
 class LoopbackJSONServer:
-    """Answers every POST with ``respond(request) -> (status, body)``; records each request
-    as ``{"path", "headers", "body"}``. ``url`` is its ``/v1`` root."""
+    """Answers every POST with ``respond(request) -> (status, body)`` or ``(status, body,
+    headers)``; records each request as ``{"path", "headers", "body"}``. ``url`` is its ``/v1``
+    root."""
 
-    def __init__(self, respond: Callable[[dict[str, Any]], tuple[int, Any]]) -> None:
+    def __init__(self, respond: Callable[[dict[str, Any]], tuple[Any, ...]]) -> None:
         self.requests: list[dict[str, Any]] = []
         server = self
 
@@ -23,13 +24,18 @@ class LoopbackJSONServer:
                 request = {"path": self.path, "headers": dict(self.headers),
                            "body": json.loads(self.rfile.read(length))}
                 server.requests.append(request)
-                status, body = respond(request)
+                status, body, *extra = respond(request)
                 raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
+                try:
+                    self.send_response(status)
+                    for name, value in (extra[0] if extra else {}).items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (the reader's timeout tests)
 
             def log_message(self, *args: object) -> None:
                 pass  # keep test output clean

@@ -12,7 +12,7 @@ import pg_fixture
 from internals import store_of
 from zeromem import Memory
 from zeromem.bench.serve import USER, failed, run
-from zeromem.interfaces.cli import app
+from zeromem.main import app
 from zeromem.types import Scope
 
 pytestmark = pytest.mark.slow

@@ -18,7 +18,7 @@ from zeromem.bench import fuzz
 from zeromem.bench import fuzz_requests as fr
 from zeromem.bench import fuzz_strategies as fs
 from zeromem.bench.fuzz_surfaces import ApiSurface, CliSurface, Failure, StoreFixture, snapshot
-from zeromem.interfaces.cli import app
+from zeromem.main import app
 
 CI_CASES = 200  # per surface: about 15 s in all on 2 cores, plus loading the models once
 

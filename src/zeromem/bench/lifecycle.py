@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .._internals import lifecycle_of
-from ..encoders.tokenize import count_budget_tokens
+from ..encoders.token_count import count_budget_tokens
 from ..lifecycle.active import entry_line
 from ..memory import Memory
 from ..reader import base as reader_base

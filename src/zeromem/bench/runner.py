@@ -120,8 +120,8 @@ def execute(benchmark: str, corpora: Sequence[Corpus], system_names: Sequence[st
             data: dict[str, Any], options: dict[str, Any], config: Any = None,
             reader: Any = None, progress: bool = True) -> dict[str, Any]:
     """Run a whole benchmark and return its JSON document (see :mod:`zeromem.bench.report`)."""
+    from ..encoders.token_count import load_token_counter
     from . import report
-    from .tokens import load_token_counter
 
     tokenizer, count_tokens = load_token_counter()
     systems = make_systems(system_names, config)

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import ModelUnavailable
 from .models import DEFAULT_MODEL, load_sentence_transformer, model_unavailable, resolve_model
-from .wordpiece import WordPieceTokenizer
+from .tokenizer_file import load_tokenizer
 
 __all__ = ["DEFAULT_MODEL", "Embedder", "OnnxEmbedder", "SentenceTransformerEmbedder", "default_cache_dir",
            "load_sentence_transformer", "model_unavailable", "normalize_rows", "resolve_model"]
@@ -178,30 +178,3 @@ class OnnxEmbedder(Embedder):
         # one sequence per text: every token type is 0
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         return self._session.run(None, {name: feeds[name] for name in self._inputs})[0]
-
-
-class _HfTokenizer:
-    """``tokenizers`` for a tokenizer.json that WordPieceTokenizer does not read."""
-
-    def __init__(self, path: Path, max_length: int) -> None:
-        try:
-            from tokenizers import Tokenizer
-        except ImportError as err:
-            raise ModelUnavailable(f"{path} is not a BERT WordPiece tokenizer; reading it needs the "
-                                   "tokenizers package: `pip install 'zeromem[torch]'`") from err
-        self._tokenizer = Tokenizer.from_file(str(path))
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(max_length=max_length)
-
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        return [list(e.ids) for e in self._tokenizer.encode_batch(texts)]
-
-
-def load_tokenizer(path: Path, max_length: int) -> WordPieceTokenizer | _HfTokenizer:
-    """The tokenizer of a ``tokenizer.json``: zeromem's WordPiece for a BERT one (no
-    ``tokenizers`` package needed: wordpiece.py), else ``tokenizers``."""
-    own = WordPieceTokenizer.from_file(path)
-    if own is None:
-        return _HfTokenizer(path, max_length)
-    own.max_length = max_length
-    return own

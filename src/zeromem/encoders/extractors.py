@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from ..lexicon import MONTH_NAMES, WEEKDAY_NAMES, month_abbreviations
+from ..lexicon import MONTH_NAMES, NUMBER_WORDS, ROUND_NUMBER_WORDS, WEEKDAY_NAMES, month_abbreviations
 
 Span = tuple[int, int, str]
 
@@ -23,11 +23,11 @@ Span = tuple[int, int, str]
 # abbreviations; the weekday names.
 _MONTHS = "|".join([name.capitalize() for name in MONTH_NAMES if name != "may"]
                    + [name.capitalize() for name in month_abbreviations()])
+_FULL_MONTHS = "|".join(name.capitalize() for name in MONTH_NAMES if name != "may")
 _WEEKDAYS = "|".join(name.capitalize() for name in WEEKDAY_NAMES)
 _DAY = r"\d{1,2}(?:st|nd|rd|th)?"
 _YEAR = r"(?:1[89]|20)\d{2}"
-_NUM_WORDS = ("one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|"
-              "thirty|forty|fifty|hundred")
+_NUM_WORDS = "|".join([*NUMBER_WORDS, *ROUND_NUMBER_WORDS])
 _NUMBER = rf"(?:\d+(?:[.,]\d+)*|{_NUM_WORDS})"
 _AGO_NUMBER = rf"(?:{_NUMBER}|a couple of|a few|several|few|a|an)"
 _PERIOD = r"(?:second|minute|hour|day|night|week|weekend|month|year|decade)s?"
@@ -43,8 +43,7 @@ _DATE_CASED = [  # month names count only capitalized ("march" and "may" are ver
     rf"\b(?:{_MONTHS}|May)\.?\s+{_DAY}(?:,?\s+{_YEAR})?\b",  # May 7, 2023 / May 7th
     rf"\b(?:{_MONTHS}|May)\.?,?\s+{_YEAR}\b",  # May 2023
     r"\b(?:in|on|of|since|until|till|by|during|last|next|this|early|late|mid)\s+(?P<d>May)\b",
-    r"\b(?:January|February|March|April|June|July|August|September|October|November|"
-    r"December)\b",
+    rf"\b(?:{_FULL_MONTHS})\b",
     rf"\b{_YEAR}s?\b",
 ]
 _DATE_ANY_CASE = [

@@ -247,7 +247,7 @@ def _probe_cosine(graph: Path, tok_path: Path, meta: dict, reference: np.ndarray
 def _probe_vectors(graph: Path, tok_path: Path, meta: dict) -> np.ndarray:
     import onnxruntime as ort
 
-    from .embed import load_tokenizer
+    from .tokenizer_file import load_tokenizer
 
     tokenizer = load_tokenizer(tok_path, int(meta["max_length"]))
     session = ort.InferenceSession(str(graph), providers=["CPUExecutionProvider"])

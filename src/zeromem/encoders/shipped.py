@@ -79,7 +79,7 @@ def make(target: Path, model: str = DEFAULT_MODEL) -> dict[str, Any]:
     import onnx
     import onnxruntime
 
-    from .fingerprint import model_files, weights_digest
+    from .model_digest import model_files, weights_digest
     from .onnx_build import bert_spec, build_bert_graph
     from .onnx_export import quantize_int8
 

@@ -25,15 +25,29 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from ..lexicon import MONTHS, WEEKDAY_NAMES, WEEKDAYS, ZH_DIGITS, ZH_WEEKDAYS, zh_number
+from ..lexicon import (
+    MONTHS,
+    NUMBER_WORDS,
+    VAGUE_COUNT_WORDS,
+    WEEKDAY_NAMES,
+    WEEKDAYS,
+    ZH_DIGITS,
+    ZH_WEEK_WORDS,
+    ZH_WEEKDAYS,
+    zh_number,
+)
 
-NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-                "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-                "couple of": 2, "a couple of": 2, "few": 3, "a few": 3}
+_COUNT_WORDS = {**NUMBER_WORDS, **VAGUE_COUNT_WORDS}
+
+
+def _alternation(words) -> str:
+    """A regex alternation of ``words``, longer first, so that a word never loses to its prefix."""
+    return "|".join(sorted(words, key=len, reverse=True))
+
 
 # Every name of the month table, a month's longer names first ("september|sept|sep").
 _MONTH = "(" + "|".join(sorted(MONTHS, key=lambda name: (MONTHS[name], -len(name)))) + ")"
-_NUM = r"(\d+|a couple of|couple of|a few|few|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_NUM = rf"(\d+|{_alternation(VAGUE_COUNT_WORDS)}|{'|'.join(NUMBER_WORDS)})"
 _UNIT = r"(day|week|month|year|weekend)s?"
 _WEEKDAY = "(" + "|".join(WEEKDAY_NAMES) + ")"
 
@@ -64,17 +78,13 @@ _ZH_UNITS = {"天": "day", "日": "day", "周": "week", "星期": "week", "礼�
 _ZH_BEFORE = ("前", "以前", "之前")
 
 
-def _alternation(words) -> str:
-    return "|".join(sorted(words, key=len, reverse=True))
-
-
 _ZH_NUMERAL = "[" + "".join(ZH_DIGITS) + "十]"
 _ZH_N = rf"(\d{{1,2}}|{_ZH_NUMERAL}{{1,3}})"
 _ZH_NOT_AFTER_NUMBER = rf"(?<![\d{''.join(ZH_DIGITS)}十])"
 _ZH_RELATIVE = [
     ("zh_count", re.compile(rf"{_ZH_NOT_AFTER_NUMBER}{_ZH_N}\s*个?\s*({_alternation(_ZH_UNITS)})"
                             rf"\s*({_alternation((*_ZH_BEFORE, '以后', '之后', '后'))})")),
-    ("zh_week", re.compile(rf"({_alternation(_ZH_WEEK_SHIFT)})个?(?:星期|礼拜|周)"
+    ("zh_week", re.compile(rf"({_alternation(_ZH_WEEK_SHIFT)})个?(?:{_alternation(ZH_WEEK_WORDS)})"
                            rf"([{''.join(ZH_WEEKDAYS)}]|末)?")),
     ("zh_month", re.compile(_alternation(_ZH_MONTHS_REL))),
     ("zh_year", re.compile(_alternation(_ZH_YEARS_REL))),
@@ -150,7 +160,7 @@ def parse_anchor(value: str | None) -> dt.date | None:
 
 def _count(word: str) -> int:
     word = word.lower()
-    return int(word) if word.isdigit() else NUMBER_WORDS.get(word, 1)
+    return int(word) if word.isdigit() else _COUNT_WORDS.get(word, 1)
 
 
 def _month_range(year: int, month: int) -> tuple[dt.date, dt.date]:

@@ -13,9 +13,9 @@ Rules, in order:
 3. Other runs give words (letters and digits, inner apostrophes kept: "don't") and numbers
    ("2022", "3.5"; thousands separators dropped so "2,000" == "2000").
 4. English possessives are dropped ("Caroline's" → "caroline"), stopwords are removed
-   (the 179-word English list shipped with bm25s, plus a short list of Chinese particles and
-   pronouns) and the remaining words are Snowball-stemmed (PyStemmer). Numbers and CJK words are
-   not stemmed.
+   (the 179-word English list shipped with bm25s plus ``lexicon.CONTRACTIONS``, and
+   ``lexicon.CHINESE_STOPWORDS``, a short list of Chinese particles and pronouns) and the
+   remaining words are Snowball-stemmed (PyStemmer). Numbers and CJK words are not stemmed.
 
 Cost: pure regex + a C stemmer; jieba loads its dictionary (~1 s) only the first time Han text
 is seen.
@@ -33,6 +33,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import Stemmer
+
+from ..lexicon import CHINESE_STOPWORDS, CONTRACTIONS
 
 
 def _bm25s_english_stopwords() -> frozenset[str]:
@@ -65,15 +67,7 @@ _KANA_RE = re.compile(f"[{_KANA}]")
 _WORD_RE = re.compile(r"\d+(?:[.,]\d+)*|[^\W_]+(?:'[^\W_]+)*")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
 
-ENGLISH_STOPWORDS = _bm25s_english_stopwords() | frozenset(
-    # contractions as they appear after apostrophe normalization
-    {"i'm", "i've", "i'll", "i'd", "it's", "that's", "don't", "didn't", "doesn't", "can't",
-     "won't", "isn't", "aren't", "wasn't", "weren't", "you're", "you've", "we're", "they're",
-     "let's", "there's", "what's", "he's", "she's"})
-# Function characters only; content words stay searchable.
-CHINESE_STOPWORDS = frozenset(
-    "的 了 是 在 和 与 及 也 就 都 而 着 这 那 吗 呢 吧 啊 呀 哦 嗯 我 你 他 她 它 我们 你们 他们 "
-    "她们 它们 之 其 个 把 被 给 让 从 对 于 又 还 很 所 等 这个 那个 一个".split())
+ENGLISH_STOPWORDS = _bm25s_english_stopwords() | CONTRACTIONS
 
 _stemmer_lock = threading.Lock()
 _jieba_lock = threading.Lock()
@@ -157,12 +151,3 @@ def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
     """``tokenize`` applied to each text, in order."""
     return [tokenize(t) for t in texts]
 
-
-_BUDGET_TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
-
-
-def count_budget_tokens(text: str) -> int:
-    """The unit of every zeromem token budget (render, active memory): words and punctuation
-    marks. No model tokenizer is needed; it is within ~25 % of WordPiece / BPE counts on
-    English chat (an LLM's own count is what the agent loop reports)."""
-    return len(_BUDGET_TOKEN_RE.findall(text))

@@ -20,7 +20,6 @@ import typer
 
 from .. import __version__
 from .._internals import store_of
-from ..bench.cli import bench_app
 from ..errors import InvalidInput
 from ..ingest import FORMATS, check_conversations, load_file, skip_stored, summarize
 from ..store import open_store
@@ -41,10 +40,6 @@ from .cli_common import (
 
 __all__ = ["AgentOption", "DbOption", "JsonOption", "UserOption", "app", "fail", "friendly", "main",
            "open_memory", "print_json", "safe"]
-
-# Command groups that live in their own modules plug in here, one line each:
-app.add_typer(bench_app, name="bench")
-
 
 def _scope_label(user: str | None, agent: str | None) -> str:
     return safe(f"user={user!r}, agent={agent!r}")
@@ -373,7 +368,7 @@ def history(
 
 
 def main() -> None:
-    """Console entry point (``zeromem``)."""
+    """Run the memory commands (the ``zeromem`` program, ``zeromem.main``, adds ``bench``)."""
     app()
 
 

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..encoders.tokenize import count_budget_tokens
+from ..encoders.token_count import count_budget_tokens
 from .survival import SurvivalLaw
 
 RECENT_TURNS = 4  # the live thread kept whatever its scores
@@ -64,7 +64,7 @@ class ActiveMemory:
     used_tokens: int
     considered: int  # traces up to the point asked for
     archived: dict[str, str] = field(default_factory=dict)  # trace id → why it is not active
-    tokenizer: str = "words and punctuation marks (zeromem.encoders.tokenize.count_budget_tokens)"
+    tokenizer: str = "words and punctuation marks (zeromem.encoders.token_count.count_budget_tokens)"
 
     @property
     def trace_ids(self) -> tuple[str, ...]:

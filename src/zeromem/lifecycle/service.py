@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..encoders.bundle import NER
-from ..encoders.tokenize import count_budget_tokens
+from ..encoders.token_count import count_budget_tokens
 from ..errors import InvalidInput, StoreError
 from ..indexes.units import UnitDraft, split_sentences, turn_text
 from ..store import validate

@@ -13,7 +13,7 @@
   the part the NER pass reads too); tokens and dialogue signals read all of it.
 - named-entity count E: the spaCy NER / extractor mentions the indexer already stored for the
   trace's turn, minus the speaker's own name (the indexed turn text starts with it).
-- tokens: the budget unit of zeromem (``encoders.tokenize.count_budget_tokens``).
+- tokens: the budget unit of zeromem (``encoders.token_count.count_budget_tokens``).
 - the dialogue signals of ``rules.py``.
 
 Signals depend only on a trace's text, attachments and speaker, so they are stored by
@@ -32,7 +32,7 @@ from typing import Any
 
 from ..encoders.coarse_pos import COMPONENT as COARSE_POS
 from ..encoders.entities import content_density, head_chars
-from ..encoders.tokenize import count_budget_tokens
+from ..encoders.token_count import count_budget_tokens
 from ..errors import ModelUnavailable
 from .rules import dialogue_signals
 

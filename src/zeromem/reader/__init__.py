@@ -9,7 +9,7 @@ from .base import (
                    record_call,
                    usage,
 )
-from .openai_compat import OpenAICompatReader
+from .openai_compat import OpenAICompatReader, RetryPolicy
 from .prompt import build_messages
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
                    "Reader",
                    "ReaderAnswer",
                    "ReaderError",
+                   "RetryPolicy",
                    "assert_no_llm_calls",
                    "build_messages",
                    "record_call",

@@ -12,13 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..encoders.timexpr import (
-    NUMBER_WORDS,
-    parse_absolute,
-    parse_anchor,
-    resolve_relative,
-)
-from ..lexicon import ANSWER_FILLER_WORDS
+from ..encoders.timexpr import parse_absolute, parse_anchor, resolve_relative
+from ..lexicon import ANSWER_FILLER_WORDS, NUMBER_WORDS
 from ..types import Evidence
 from .profile import answer_type
 from .render import RenderedContext
@@ -98,12 +93,14 @@ def _normalize_date(text: str, evidence: list[Evidence]) -> tuple[str, str | Non
     return text, None
 
 
+_NUMBER_WORD = re.compile(rf"\b({'|'.join(NUMBER_WORDS)})\b", re.I)
+
+
 def _number_words_to_digits(text: str) -> str:
     def swap(m: re.Match) -> str:
         value = NUMBER_WORDS.get(m.group(0).lower())
         return str(value) if value is not None else m.group(0)
-    return re.sub(r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b", swap, text,
-                  flags=re.I)
+    return re.sub(_NUMBER_WORD, swap, text)
 
 
 @dataclass(frozen=True)

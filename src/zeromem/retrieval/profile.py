@@ -11,10 +11,14 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
-from ..encoders.timexpr import TimeSpan, parse_absolute, resolve_relative
 from ..lexicon import QUESTION_LEAD_WORDS, QUESTION_WORDS, STOPWORDS
+from .profile_zh import build_profile_zh
+from .profile_zh import question_focus as question_focus_zh
+from .query_profile import QueryProfile, time_cues
+
+__all__ = ["ANSWER_TYPES", "QueryProfile", "about_asker", "answer_labels", "answer_type", "build_profile",
+           "hard_terms", "query_names", "question_focus", "time_cues"]
 
 _WORD = re.compile(r"[\w][\w'’-]*", re.UNICODE)
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -35,24 +39,6 @@ _TEMPORAL_WORDS = re.compile(
     r"ago|recently|earlier|later)\b", re.I)
 _BOUNDARY = re.compile(r"\b(right after|right before|just after|just before|same (?:session|day|conversation)|"
                        r"in the (?:first|last|previous|next) (?:session|conversation|chat))\b", re.I)
-
-
-@dataclass
-class QueryProfile:
-    text: str
-    words: list[str]
-    subject: str | None
-    mentioned_speakers: list[str]
-    answer_type: str
-    temporal_cues: list[TimeSpan]
-    asks_time: bool
-    aggregation: bool
-    boundary: str | None
-    keywords: list[str] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)  # capitalized names that are not speakers
-    bridge: bool = False  # "the X who/that/which ...": an entity defined through another one
-    answer_labels: frozenset[str] = frozenset()  # entity labels the asked-for members carry
-    about_asker: bool = False  # "What did I…", "my …" and no "you": the asker's own turns answer
 
 
 _NAME = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|and|de|la|van|von|&)?\s*[A-Z0-9][\w'’.-]*)*")
@@ -164,38 +150,14 @@ def question_focus(query: str) -> str:
     """What a message asks: for Chinese, its question sentences without the statements around
     them (``profile_zh.question_focus``); other text as it is."""
     if _HAN.search(query):
-        from .profile_zh import question_focus as focus_zh
-        return focus_zh(query)
+        return question_focus_zh(query)
     return query
-
-
-# "before today", "until last week", "since yesterday": the expression bounds the period asked
-# about; it is not when the event happened.
-_BOUNDED_BY = re.compile(r"\b(?:before|until|till|by|since|prior to|as of|up to|up until|from)\s+$", re.I)
-_ZH_BOUNDED_AFTER = ("之前", "以前", "以来", "为止", "截至", "直到")  # 昨天为止, 上周以来
-_ZH_BOUNDED_BEFORE = ("直到", "截至")  # 直到昨天
-
-
-def time_cues(query: str, asked_at: dt.date | None) -> list[TimeSpan]:
-    """The periods a query names: absolute dates ("in May 2023"), and, when the time it is asked
-    is known, relative ones resolved against it ("two weeks ago", "last weekend", 上周六)."""
-    cues = parse_absolute(query)
-    if asked_at is None:
-        return cues
-    for span in resolve_relative(query, asked_at):
-        before, after = query[:span.start_char], query[span.end_char:span.end_char + 2]
-        if (_BOUNDED_BY.search(before) or before.endswith(_ZH_BOUNDED_BEFORE)
-                or after.startswith(_ZH_BOUNDED_AFTER)):
-            continue
-        cues.append(span)
-    return cues
 
 
 def build_profile(query: str, speakers: Iterable[str], asked_at: dt.date | None = None) -> QueryProfile:
     """φ(q) for ``query`` among a scope's ``speakers``; ``asked_at``: the date the question is
     asked (a search's ``now``, else its ``as_of``), against which "last week" and 昨天 are resolved."""
     if _HAN.search(query):  # Chinese: the same fields from tables (retrieval/profile_zh.py)
-        from .profile_zh import build_profile_zh
         return build_profile_zh(query, speakers, asked_at)
     words = [w.lower().replace("’", "'") for w in _WORD.findall(query)]
     words = [w[:-2] if w.endswith("'s") else w for w in words]

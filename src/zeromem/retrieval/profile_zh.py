@@ -3,7 +3,7 @@
 Same fields as the English profile, from tables instead of English regular expressions:
 
 - **words / keywords**: jieba's segmentation (punctuation dropped); keywords leave out the
-  function words (``encoders.tokenize.CHINESE_STOPWORDS``) and the question words below. The
+  function words (``lexicon.CHINESE_STOPWORDS``) and the question words below. The
   noun compounds the entity extractor indexes as one name ("深圳银行柜员招聘会") are added to
   ``words`` whole, so the engine's exact entity alignment (n-grams of words) can meet them.
 - **answer type** (``_ANSWER_TYPES``, first match in table order): 什么时候 / 哪天 / 几点 → date,
@@ -14,7 +14,7 @@ Same fields as the English profile, from tables instead of English regular expre
   有几个 — the question asks for every matching memory, not one.
 - **time**: ``asks_time`` for date questions and time words (之前 / 之后 / 最近 / 第一次 /
   最后一次 …); absolute dates (2024年4月1日, 2024年4月) are the temporal cues, and relative ones
-  (昨天, 上周六, 两周前) when the search says when the question is asked (``profile.time_cues``).
+  (昨天, 上周六, 两周前) when the search says when the question is asked (``query_profile.time_cues``).
 - **names**: persons, places, organizations and proper-noun compounds tagged by jieba.posseg
   (``encoders.entities_zh``); the subject is a known speaker named in the question.
 - **bridge**: a definite description through a relative clause ("那个…的人", "那位…的同事"):
@@ -31,8 +31,8 @@ import re
 from collections.abc import Iterable
 
 from ..encoders import entities_zh
-from ..encoders.tokenize import CHINESE_STOPWORDS
-from .profile import QueryProfile, time_cues
+from ..lexicon import CHINESE_STOPWORDS
+from .query_profile import QueryProfile, time_cues
 
 # (answer type, question words) — checked in this order, the first type that matches wins.
 _ANSWER_TYPES: tuple[tuple[str, tuple[str, ...]], ...] = (

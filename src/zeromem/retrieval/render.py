@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..encoders.tokenize import count_budget_tokens as count_tokens
+from ..encoders.token_count import count_budget_tokens as count_tokens
 from ..lifecycle.active import ActiveEntry
 from ..types import Evidence
 

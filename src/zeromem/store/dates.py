@@ -32,7 +32,7 @@ import functools
 import re
 import zoneinfo
 
-from ..lexicon import MONTHS, WEEKDAYS, ZH_WEEKDAYS
+from ..lexicon import MONTHS, WEEKDAYS, ZH_WEEK_WORDS, ZH_WEEKDAYS
 
 ACCEPTED = ("use ISO 8601 (2023-05-08, 2023-05-08T13:56:00, 2023-05-08T13:56:00-07:00) or a date "
             "with its year written out ('8 May 2023', 'May 8, 2023', '1:56 pm on 8 May, 2023', "
@@ -71,7 +71,7 @@ _FORMS = [re.compile(pattern) for date in _DATES for pattern in (
 
 _ZH_DATE = re.compile(
     r"^(?P<y>\d{4})\s*年\s*(?P<mon>\d{1,2})\s*月(?:\s*(?P<d>\d{1,2})\s*[日号])?"
-    r"(?:\s*[,，]?\s*(?:周|星期|礼拜)(?P<wd>[一二三四五六日天]))?"
+    rf"(?:\s*[,，]?\s*(?:{'|'.join(ZH_WEEK_WORDS)})(?P<wd>[{''.join(w for w in ZH_WEEKDAYS if not w.isdigit())}]))?"
     r"(?:\s*[,，]?\s*(?P<half>上午|早上|凌晨|中午|下午|傍晚|晚上)?\s*(?P<h>\d{1,2})\s*"
     r"(?:[:：]\s*(?P<mi>\d{2})(?:[:：](?P<s>\d{2}))?|点(?:\s*(?P<mi2>\d{1,2})\s*分)?|点半(?P<half_hour>))?)?$")
 _ZH_AFTERNOON = ("下午", "傍晚", "晚上")

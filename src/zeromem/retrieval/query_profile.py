@@ -1,0 +1,57 @@
+"""What a query profile φ(q) is, for every language: the fields (:class:`QueryProfile`) and
+the periods a query names (:func:`time_cues`).
+
+``profile.build_profile`` fills it for English and hands Chinese text to ``profile_zh.py``,
+which fills it from tables. Both take the fields from here, so the Chinese profile does not
+import the module that calls it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+from ..encoders.timexpr import TimeSpan, parse_absolute, resolve_relative
+
+
+@dataclass
+class QueryProfile:
+    """φ(q): what a query asks, from its text and the scope's speakers (SPEC §2.4)."""
+
+    text: str
+    words: list[str]
+    subject: str | None
+    mentioned_speakers: list[str]
+    answer_type: str
+    temporal_cues: list[TimeSpan]
+    asks_time: bool
+    aggregation: bool
+    boundary: str | None
+    keywords: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # capitalized names that are not speakers
+    bridge: bool = False  # "the X who/that/which ...": an entity defined through another one
+    answer_labels: frozenset[str] = frozenset()  # entity labels the asked-for members carry
+    about_asker: bool = False  # "What did I…", "my …" and no "you": the asker's own turns answer
+
+
+# "before today", "until last week", "since yesterday": the expression bounds the period asked
+# about; it is not when the event happened.
+_BOUNDED_BY = re.compile(r"\b(?:before|until|till|by|since|prior to|as of|up to|up until|from)\s+$", re.I)
+_ZH_BOUNDED_AFTER = ("之前", "以前", "以来", "为止", "截至", "直到")  # 昨天为止, 上周以来
+_ZH_BOUNDED_BEFORE = ("直到", "截至")  # 直到昨天
+
+
+def time_cues(query: str, asked_at: dt.date | None) -> list[TimeSpan]:
+    """The periods a query names: absolute dates ("in May 2023"), and, when the time it is asked
+    is known, relative ones resolved against it ("two weeks ago", "last weekend", 上周六)."""
+    cues = parse_absolute(query)
+    if asked_at is None:
+        return cues
+    for span in resolve_relative(query, asked_at):
+        before, after = query[:span.start_char], query[span.end_char:span.end_char + 2]
+        if (_BOUNDED_BY.search(before) or before.endswith(_ZH_BOUNDED_BEFORE)
+                or after.startswith(_ZH_BOUNDED_AFTER)):
+            continue
+        cues.append(span)
+    return cues
