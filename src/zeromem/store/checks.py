@@ -12,7 +12,6 @@ from ..types import Scope
 from . import validate
 from .ids import ID_KEY, TraceIdCodec
 
-
 # How long a write waits for another connection's write lock before it fails with StoreError
 # (Config.lock_timeout_s): long enough for any single zeromem write, short enough that a
 # stuck writer is reported instead of waited on in silence.
