@@ -45,6 +45,7 @@ from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import InvalidInput, NotFound, StoreError
@@ -126,7 +127,8 @@ class PostgresStore(SQLStore):
         try:
             migrate(first)
             pgd.ensure_version_floor(first)
-            self._vector_oid = int(_one(first.execute("SELECT 'vector'::regtype::oid"))[0])
+            oid, array_oid = _one(first.execute("SELECT 'vector'::regtype::oid, 'vector[]'::regtype::oid"))
+            self._vector = TypeInfo("vector", int(oid), int(array_oid))
             key = first.execute("SELECT value FROM store_meta WHERE key = %s", (ID_KEY,)).fetchone()
             self.ids = id_codec(key[0] if key else None, self.path)
         except StoreError:
@@ -151,7 +153,7 @@ class PostgresStore(SQLStore):
 
     # -- plumbing -----------------------------------------------------------------------
     def _configure(self, conn: psycopg.Connection) -> None:
-        pgd.register_vector(conn, self._vector_oid)
+        pgd.register_vector(conn, self._vector)
         # A session setting (the connections are autocommit): every statement of every
         # transaction on this connection waits at most this long for a lock.
         conn.execute(f"SET lock_timeout = {max(1, int(self.lock_timeout_s * 1000))}")
