@@ -41,59 +41,49 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import InvalidInput, NotFound, StoreError
-from ..types import HistoryEvent, Scope, Trace
+from ..types import Scope, Trace
 from . import postgres_derived as pgd
 from . import validate
-from .base import (
+from .checks import (
     DEFAULT_LOCK_TIMEOUT_S,
-    CleanDraft,
-    DeleteReceipt,
-    DerivedUnit,
-    StoreBase,
-    TraceDraft,
-    TraceRows,
     check_flag,
     check_lock_timeout,
-    check_meta_key,
-    check_meta_value,
-    check_meta_write,
     clean_list_filters,
     id_codec,
-    make_receipt,
     not_found_message,
-    retained_identifiers,
     scope_key,
     scope_meta_suffix,
 )
 from .dates import utc_key
 from .ids import ID_KEY, TraceIdCodec
-from .keys import ApiKey, check_key_id
 from .postgres_schema import migrate
-from .sqlite import (
-    _no_session_message,
-    _now,
-    _row_fields,
-    _row_to_key,
-    _row_to_trace,
-    _session_name,
+from .receipts import DeleteReceipt, make_receipt, retained_identifiers
+from .roles import CleanDraft, DerivedUnit, TraceDraft
+from .rows import (
+    COLUMNS,
+    dump_attachments,
+    dump_metadata,
+    no_session_message,
+    now,
+    number_drafts,
+    session_name,
+    to_trace,
 )
+from .sqlstore import Run, SQLStore, T
 from .urls import redact_url
 
 __all__ = ["PostgresStore", "redact_url"]
 
-T = TypeVar("T")
 _RETRIES = 5  # deadlocks and serialization failures are retried, then reported
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
-_COLUMNS = ("rowid_, text, user_key, agent_key, session, has_session, session_time, speaker, role,"
-            " event_time, recorded_at, seq, source_id, metadata, attachments, version")
-_KEY_COLUMNS = "key_id, user_key, agent_key, label, created_at, revoked_at"
 _TIME = "COALESCE(event_time, session_time, recorded_at)"
 # That time as a UTC instant (timestamp without zone): stored times keep their offset, which
 # text comparison ignores; a time without one counts as UTC (store/dates.py, utc_key).
@@ -120,7 +110,7 @@ def _no_nul(value: str | None, field: str) -> None:
                            "store in text: remove it")
 
 
-class PostgresStore(StoreBase):
+class PostgresStore(SQLStore):
     """Verbatim traces, history, scope versions and derived rows in PostgreSQL + pgvector."""
 
     def __init__(self, url: str, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
@@ -137,7 +127,8 @@ class PostgresStore(StoreBase):
         try:
             migrate(first)
             pgd.ensure_version_floor(first)
-            self._vector_oid = int(_one(first.execute("SELECT 'vector'::regtype::oid"))[0])
+            oid, array_oid = _one(first.execute("SELECT 'vector'::regtype::oid, 'vector[]'::regtype::oid"))
+            self._vector = TypeInfo("vector", int(oid), int(array_oid))
             key = first.execute("SELECT value FROM store_meta WHERE key = %s", (ID_KEY,)).fetchone()
             self.ids = id_codec(key[0] if key else None, self.path)
         except StoreError:
@@ -162,24 +153,15 @@ class PostgresStore(StoreBase):
 
     # -- plumbing -----------------------------------------------------------------------
     def _configure(self, conn: psycopg.Connection) -> None:
-        pgd.register_vector(conn, self._vector_oid)
+        pgd.register_vector(conn, self._vector)
         # A session setting (the connections are autocommit): every statement of every
         # transaction on this connection waits at most this long for a lock.
         conn.execute(f"SET lock_timeout = {max(1, int(self.lock_timeout_s * 1000))}")
-
-    def _locked_message(self) -> str:
-        return (f"the database {self.path} is locked by another writer for more than "
-                f"{self.lock_timeout_s:g} s; nothing was changed: raise lock_timeout_s "
-                "(Config.lock_timeout_s, or --lock-timeout) or find the other process that holds it")
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
             self._pool.close()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreError(f"the store {self.path} is closed: open it again (a new Memory)")
 
     @contextmanager
     def _connection(self, what: str) -> Iterator[psycopg.Connection]:
@@ -192,6 +174,25 @@ class PostgresStore(StoreBase):
             raise StoreError(f"no free connection to {self.path}: the pool stayed busy; try again") from None
         except psycopg.Error as exc:
             raise StoreError(f"{what} failed on {self.path}: {_first_line(exc)}") from None
+
+    # -- SQLStore's hooks ---------------------------------------------------------------
+    _ALL_SCOPES = ALL_SCOPES
+    _SESSION_OF_SCOPE = "(scope_key, session)"
+
+    def _scoped(self, scope: Scope, alias: str = "") -> tuple[str, tuple[str, ...]]:
+        return f"{alias + '.' if alias else ''}scope_key = ?", (self._scope(scope),)
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[tuple]:
+        return self._read(sql.replace("?", "%s"), params)
+
+    def _transact(self, fn: Callable[[Run], T]) -> T:
+        return self._write(lambda conn: fn(_runner(conn)))
+
+    def _consistent(self, fn: Callable[[Run], T]) -> T:
+        return self._snapshot(lambda conn: fn(_runner(conn)))
+
+    def _check_storable(self, value: str | None, field: str) -> None:
+        _no_nul(value, field)
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[tuple]:
         with self._connection("read") as conn:
@@ -277,12 +278,6 @@ class PostgresStore(StoreBase):
         key = self._scope(scope)
         return self._snapshot(lambda conn: pgd.trace_signals(conn, key, missing_only=missing_only))
 
-    def trace_versions(self, scope: Scope) -> builtins.list[tuple[int, int]]:
-        rows = self._read("SELECT rowid_, version FROM traces WHERE scope_key = %s"
-                          " ORDER BY session_time IS NULL, session_time, session, seq, rowid_",
-                          [self._scope(scope)])
-        return [(int(r), int(v)) for r, v in rows]
-
     def expiring(self, scope: Scope) -> dict[int, Any]:
         key = self._scope(scope)
         return self._snapshot(lambda conn: pgd.expiring(conn, key))
@@ -295,8 +290,8 @@ class PostgresStore(StoreBase):
         """What an in-memory index at version ``since`` lacks, read in one repeatable-read
         transaction (one consistent version of the scope); see ``derived.read_changes``."""
         key = self._scope(scope)
-        out = self._snapshot(lambda conn: pgd.read_changes(conn, key, since, known_entities, _COLUMNS))
-        out["traces"] = [(row[0], _row_to_trace(row, self.ids)) for row in out["traces"]]
+        out = self._snapshot(lambda conn: pgd.read_changes(conn, key, since, known_entities, COLUMNS))
+        out["traces"] = [(row[0], to_trace(row, self.ids)) for row in out["traces"]]
         return out
 
     def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes],
@@ -323,37 +318,6 @@ class PostgresStore(StoreBase):
 
         self._write(body)
 
-    def load_snapshot(self, scope: Scope, format: int = 1
-                      ) -> tuple[int, str, dict[str, bytes], TraceRows] | None:
-        """(version, facts, parts, every trace by rowid) in one repeatable-read transaction,
-        or None if there is none or a wipe made it useless."""
-        key = self._scope(scope)
-
-        def body(conn: psycopg.Connection) -> tuple | None:
-            head = conn.execute(
-                "SELECT s.version, s.blob, COALESCE(v.reset_version, 0) FROM scope_snapshots s"
-                " LEFT JOIN scope_versions v ON v.scope_key = s.scope_key"
-                " WHERE s.scope_key = %s AND s.format = %s", (key, format)).fetchone()
-            if head is None or head[2] > head[0]:
-                return None
-            parts = {name: bytes(blob) for name, blob in conn.execute(
-                "SELECT name, blob FROM scope_snapshot_parts WHERE scope_key = %s", (key,))}
-            rows = conn.execute(f"SELECT {_COLUMNS} FROM traces WHERE scope_key = %s", (key,)).fetchall()
-            return head, parts, rows
-
-        got = self._snapshot(body)
-        if got is None:
-            return None
-        head, parts, rows = got
-        ids = self.ids
-        traces = TraceRows({row[0]: row for row in rows}, lambda row: _row_to_trace(row, ids), _row_fields)
-        return int(head[0]), bytes(head[1]).decode("utf-8"), parts, traces
-
-    def snapshot_version(self, scope: Scope, format: int = 1) -> int | None:
-        rows = self._read("SELECT version FROM scope_snapshots WHERE scope_key = %s AND format = %s",
-                          (self._scope(scope), format))
-        return int(rows[0][0]) if rows else None
-
     # -- writes -------------------------------------------------------------------------
     def add_batches(self, batches: Sequence[tuple[Sequence[TraceDraft], Scope]]) -> builtins.list[builtins.list[str]]:
         """Check every draft of every batch first, then store all of them in one transaction."""
@@ -368,13 +332,13 @@ class PostgresStore(StoreBase):
             keyed.append((drafts, key, user, agent))
         if not any(drafts for drafts, *_ in keyed):
             return [[] for _ in keyed]
-        now = _now()
+        stamp = now()
 
         def body(conn: psycopg.Connection) -> builtins.list[builtins.list[str]]:
             # Lock every touched scope first, in one order: no two batches deadlock.
             for key in sorted({key for drafts, key, *_ in keyed if drafts}):
                 pgd.lock_scope(conn, key)
-            return [_insert(conn, drafts, key, user, agent, now, self.ids) for drafts, key, user, agent in keyed]
+            return [_insert(conn, drafts, key, user, agent, stamp, self.ids) for drafts, key, user, agent in keyed]
 
         return self._write(body)
 
@@ -382,12 +346,7 @@ class PostgresStore(StoreBase):
                keep_history: bool = True) -> Trace:
         """Replace text and/or metadata. The previous version stays in the history (auditable),
         unless ``keep_history=False``: then every earlier version is erased (see the base)."""
-        if text is None and metadata is None:
-            raise InvalidInput("update needs new text, new metadata, or both")
-        new_text = validate.clean_text(text, max_chars=self.max_text_chars) if text is not None else None
-        _no_nul(new_text, "text")
-        new_meta = validate.clean_metadata(metadata) if metadata is not None else None
-        keep = check_flag(keep_history, "keep_history")
+        new_text, new_meta, keep = self._clean_update(text, metadata, keep_history)
         rowid = self.ids.parse(tid)
         key = self._scope(scope)
 
@@ -395,8 +354,7 @@ class PostgresStore(StoreBase):
             version = pgd.lock_scope(conn, key, reset=not keep)
             old_text, old_meta, session = _owned_row(conn, key, rowid, tid, scope)
             text_out = new_text if new_text is not None else old_text
-            meta_out = (json.dumps(new_meta, ensure_ascii=False, sort_keys=True)
-                        if new_meta is not None else old_meta)
+            meta_out = dump_metadata(new_meta) if new_meta is not None else old_meta
             conn.execute("UPDATE traces SET text = %s, metadata = %s, version = version + 1"
                          " WHERE scope_key = %s AND rowid_ = %s", (text_out, meta_out, key, rowid))
             if not keep:
@@ -406,7 +364,7 @@ class PostgresStore(StoreBase):
             conn.execute(
                 "INSERT INTO trace_history (scope_key, trace_rowid, event, at, old_text, new_text,"
                 " old_metadata, new_metadata) VALUES (%s, %s, 'update', %s, %s, %s, %s, %s)",
-                (key, rowid, _now(), old_text, text_out, old_meta, meta_out))
+                (key, rowid, now(), old_text, text_out, old_meta, meta_out))
             pgd.mark_dirty(conn, key, [session])
             pgd.purge_units_of_trace(conn, key, session, rowid, version)
 
@@ -438,7 +396,7 @@ class PostgresStore(StoreBase):
 
     def delete_session(self, session: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
         """Remove every trace of one session as ``delete`` removes one (see the base)."""
-        name = _session_name(session)
+        name = session_name(session)
         _no_nul(name, "session")
         keep = check_flag(keep_history, "keep_history")
         key = self._scope(scope)
@@ -449,7 +407,7 @@ class PostgresStore(StoreBase):
                 "SELECT rowid_ FROM traces WHERE scope_key = %s AND session = %s AND has_session"
                 " ORDER BY rowid_", (key, name))]
             if not rowids:
-                raise NotFound(_no_session_message(name, scope))
+                raise NotFound(no_session_message(name, scope))
             counts = _remove_traces(conn, key, rowids, keep_history=keep)
             counts += pgd.purge_units_of_session(conn, key, name)
             if keep:
@@ -485,11 +443,6 @@ class PostgresStore(StoreBase):
         rowids, counts = self._write(body)
         return _receipt("scope", [self.ids.format(r) for r in rowids], counts, erased=True,
                         keys=self._scope_keys(scope))
-
-    def _scope_keys(self, scope: Scope) -> int:
-        """How many API keys (active or revoked) name this scope."""
-        return int(self._read("SELECT COUNT(*) FROM api_keys WHERE user_key = %s AND agent_key = %s",
-                              scope_key(scope))[0][0])
 
     def compact(self) -> dict[str, Any]:
         """Make PostgreSQL drop what erasures left in its files, as far as SQL can: VACUUM FULL
@@ -575,59 +528,14 @@ class PostgresStore(StoreBase):
         self._write(body)
         self.ids = codec
 
-    # -- per-database facts -----------------------------------------------------------------
-    def get_meta(self, key: str) -> str | None:
-        key = check_meta_key(key)
-        _no_nul(key, "store_meta key")
-        rows = self._read("SELECT value FROM store_meta WHERE key = %s", (key,))
-        return rows[0][0] if rows else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        key, value = self._meta_args(key, value)
-        self._write(lambda conn: conn.execute(
-            "INSERT INTO store_meta (key, value) VALUES (%s, %s)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value)))
-
-    def setdefault_meta(self, key: str, value: str) -> str:
-        key, value = self._meta_args(key, value)
-
-        def body(conn: psycopg.Connection) -> str:
-            conn.execute("INSERT INTO store_meta (key, value) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                         (key, value))
-            # A new statement sees a concurrent winner's committed value (READ COMMITTED).
-            return str(_one(conn.execute("SELECT value FROM store_meta WHERE key = %s", (key,)))[0])
-
-        return self._write(body)
-
-    def delete_meta(self, key: str) -> bool:
-        key = check_meta_write(key)
-        _no_nul(key, "store_meta key")
-        return self._write(lambda conn: conn.execute(
-            "DELETE FROM store_meta WHERE key = %s", (key,)).rowcount > 0)
-
-    @staticmethod
-    def _meta_args(key: str, value: str) -> tuple[str, str]:
-        key, value = check_meta_write(key), check_meta_value(value)
-        _no_nul(key, "store_meta key")
-        _no_nul(value, "store_meta value")
-        return key, value
-
     # -- reads --------------------------------------------------------------------------
-    def get(self, tid: str, scope: Scope) -> Trace:
-        rowid = self.ids.parse(tid)
-        rows = self._read(f"SELECT {_COLUMNS} FROM traces WHERE scope_key = %s AND rowid_ = %s",
-                          (self._scope(scope), rowid))
-        if not rows:
-            raise NotFound(not_found_message(tid, scope))
-        return _row_to_trace(rows[0], self.ids)
-
     def get_rowids(self, rowids: Sequence[int]) -> dict[int, Trace]:
         ids = [int(r) for r in rowids if validate.MIN_INT <= int(r) <= validate.MAX_INT]
         if not ids:
             return {}
-        rows = self._read(f"{ALL_SCOPES}SELECT {_COLUMNS} FROM traces WHERE rowid_ = ANY(%s::bigint[])",
+        rows = self._read(f"{ALL_SCOPES}SELECT {COLUMNS} FROM traces WHERE rowid_ = ANY(%s::bigint[])",
                           (ids,))
-        return {int(row[0]): _row_to_trace(row, self.ids) for row in rows}
+        return {int(row[0]): to_trace(row, self.ids) for row in rows}
 
     def list(self, scope: Scope, *, session: str | None = None, since: Any = None,
              until: Any = None, metadata: dict[str, Any] | None = None,
@@ -649,117 +557,16 @@ class PostgresStore(StoreBase):
             clause, args = _metadata_clause(name, value)
             where.append(clause)
             params += args
-        sql = (f"SELECT {_COLUMNS} FROM traces WHERE {' AND '.join(where)}"
+        sql = (f"SELECT {COLUMNS} FROM traces WHERE {' AND '.join(where)}"
                " ORDER BY session_time IS NULL, session_time, session, seq, rowid_")
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         if offset:
             sql += f" OFFSET {int(offset)}"
-        return [_row_to_trace(row, self.ids) for row in self._read(sql, params)]
-
-    def history(self, tid: str, scope: Scope) -> builtins.list[HistoryEvent]:
-        rowid = self.ids.parse(tid)
-        rows = self._read(
-            "SELECT event, at, old_text, new_text, old_metadata, new_metadata FROM trace_history"
-            " WHERE scope_key = %s AND trace_rowid = %s ORDER BY id", (self._scope(scope), rowid))
-        if not rows:
-            raise NotFound(not_found_message(tid, scope))
-        return [HistoryEvent(tid, ev, at, old, new, _load(om), _load(nm))
-                for ev, at, old, new, om, nm in rows]
-
-    def sessions(self, scope: Scope) -> builtins.list[dict[str, Any]]:
-        rows = self._read(
-            f"SELECT session, bool_or(has_session), COUNT(*), MIN({_TIME}), MAX({_TIME}),"
-            " MIN((session_time IS NULL)::int), MIN(session_time) FROM traces"
-            " WHERE scope_key = %s GROUP BY session ORDER BY 6, 7, 1", (self._scope(scope),))
-        return [{"session": name if has else None, "traces": int(n), "first_time": first,
-                 "last_time": last} for name, has, n, first, last, _, _ in rows]
-
-    def add_api_key(self, key_id: str, key_hash: str, scope: Scope, label: str | None) -> ApiKey:
-        user, agent = scope_key(scope)
-        self._scope(scope)
-        key_id = check_key_id(key_id)
-        label = validate.clean_optional_str(label, "label")
-        _no_nul(label, "label")
-        _no_nul(key_hash, "key hash")
-        created = _now()
-        added = self._write(lambda conn: conn.execute(
-            "INSERT INTO api_keys (key_id, key_hash, user_key, agent_key, label, created_at)"
-            " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING key_id",
-            (key_id, key_hash, user, agent, label, created)).fetchone())
-        if added is None:
-            raise InvalidInput(f"an API key with id {key_id} already exists; make a new key")
-        return ApiKey(key_id, scope, label, created)
-
-    def api_key_by_hash(self, key_hash: str) -> ApiKey | None:
-        if not isinstance(key_hash, str) or "\x00" in key_hash:
-            return None
-        rows = self._read(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_hash = %s", (key_hash,))
-        return _row_to_key(rows[0]) if rows else None
-
-    def api_keys(self) -> builtins.list[ApiKey]:
-        return [_row_to_key(row) for row in
-                self._read(f"SELECT {_KEY_COLUMNS} FROM api_keys ORDER BY created_at, key_id")]
-
-    def revoke_api_key(self, key_id: str) -> ApiKey:
-        key_id = check_key_id(key_id)
-
-        def body(conn: psycopg.Connection) -> tuple | None:
-            conn.execute("UPDATE api_keys SET revoked_at = %s WHERE key_id = %s AND revoked_at IS NULL",
-                         (_now(), key_id))
-            return conn.execute(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_id = %s",
-                                (key_id,)).fetchone()
-
-        row = self._write(body)
-        if row is None:
-            raise NotFound(f"no API key with id {key_id!r}: see `zeromem keys list`")
-        return _row_to_key(row)
+        return [to_trace(row, self.ids) for row in self._read(sql, params)]
 
     def size_bytes(self) -> int:
         return int(self._read("SELECT pg_database_size(current_database())")[0][0])
-
-    def count(self, scope: Scope) -> int:
-        return int(self._read("SELECT COUNT(*) FROM traces WHERE scope_key = %s", (self._scope(scope),))[0][0])
-
-    def scope_version(self, scope: Scope) -> int:
-        rows = self._read("SELECT version FROM scope_versions WHERE scope_key = %s", (self._scope(scope),))
-        return int(rows[0][0]) if rows else 0
-
-    def scopes(self) -> builtins.list[Scope]:
-        rows = self._read(f"{ALL_SCOPES}SELECT DISTINCT user_key, agent_key FROM traces ORDER BY 1, 2")
-        return [Scope(u or None, a or None) for u, a in rows]
-
-    def stats(self, scope: Scope | None = None) -> dict[str, Any]:
-        params: tuple[str, ...]
-        if scope is None:
-            where, params, mark = "", (), ALL_SCOPES
-        else:
-            where, params, mark = "WHERE scope_key = %s", (self._scope(scope),), ""
-
-        def body(conn: psycopg.Connection) -> dict[str, Any]:
-            def rows(sql: str) -> builtins.list[tuple]:
-                return conn.execute(mark + sql, params).fetchall()
-
-            traces, sessions, chars = rows(
-                "SELECT COUNT(*), COUNT(DISTINCT (scope_key, session)), COALESCE(SUM(length(text)), 0)"
-                f" FROM traces {where}")[0]
-            events = {e: int(n) for e, n in rows(
-                f"SELECT event, COUNT(*) FROM trace_history {where} GROUP BY event")}
-            speakers = {s: int(n) for s, n in rows(
-                f"SELECT COALESCE(speaker, ''), COUNT(*) FROM traces {where} GROUP BY 1 ORDER BY 1")}
-            span = rows("SELECT MIN(COALESCE(event_time, session_time)),"
-                        f" MAX(COALESCE(event_time, session_time)) FROM traces {where}")[0]
-            units = {lvl: int(n) for lvl, n in rows(
-                f"SELECT level, COUNT(*) FROM units {where} GROUP BY level")}
-            n_scopes = 1 if scope is not None else int(rows(
-                "SELECT COUNT(*) FROM (SELECT DISTINCT scope_key FROM traces) s")[0][0])
-            return {"path": self.path, "traces": int(traces), "sessions": int(sessions),
-                    "characters": int(chars), "scopes": n_scopes, "speakers": speakers,
-                    "history_events": events, "first_time": span[0], "last_time": span[1],
-                    "units": units}
-
-        return self._snapshot(body)
-
 
 def _one(cursor: psycopg.Cursor) -> tuple:
     """The one row a statement returns (StoreError if it returned none)."""
@@ -810,7 +617,7 @@ def _remove_traces(conn: psycopg.Connection, key: str, rowids: Sequence[int], *,
     conn.execute(
         "INSERT INTO trace_history (scope_key, trace_rowid, event, at, old_text, new_text, old_metadata,"
         f" new_metadata) SELECT scope_key, rowid_, 'delete', %s, {kept} FROM traces"
-        " WHERE scope_key = %s AND rowid_ = ANY(%s) ORDER BY rowid_", (_now(), key, ids))
+        " WHERE scope_key = %s AND rowid_ = ANY(%s) ORDER BY rowid_", (now(), key, ids))
     counts["traces"] = conn.execute("DELETE FROM traces WHERE scope_key = %s AND rowid_ = ANY(%s)",
                                     (key, ids)).rowcount
     counts["trace_signals"] = conn.execute(
@@ -851,23 +658,12 @@ def _insert(conn: psycopg.Connection, drafts: Sequence[CleanDraft], key: str, us
     ids = pgd.allocate(conn, "zeromem_trace_ids", len(drafts))
     traces: builtins.list[tuple] = []
     history: builtins.list[tuple] = []
-    next_seq: dict[str, int] = {}  # the same rule as SQLiteStore's _insert
-    for rowid, item in zip(ids, drafts):
-        if item.seq is None:
-            if item.session not in next_seq:
-                next_seq[item.session] = stored.get(item.session, -1)
-            seq = next_seq[item.session] + 1
-            if seq > validate.MAX_INT:
-                raise InvalidInput(f"session {validate.printable(item.session)!r} already holds "
-                                   f"seq {validate.MAX_INT}, the largest: pass seq explicitly")
-            next_seq[item.session] = seq
-        else:
-            seq = item.seq
-            next_seq[item.session] = max(next_seq.get(item.session, -1), seq)
-        meta = json.dumps(item.metadata, ensure_ascii=False, sort_keys=True)
+    seqs = number_drafts(drafts, lambda session: stored.get(session, -1))
+    for rowid, item, seq in zip(ids, drafts, seqs):
+        meta = dump_metadata(item.metadata)
         traces.append((key, rowid, user, agent, item.session, seq, item.text, item.speaker, item.role,
                        item.session_time, item.event_time, now, item.source_id, meta,
-                       json.dumps(list(item.attachments), ensure_ascii=False), item.has_session))
+                       dump_attachments(item.attachments), item.has_session))
         history.append((key, rowid, "add", now, item.text, meta))
     cur = conn.cursor()
     with cur.copy("COPY traces (scope_key, rowid_, user_key, agent_key, session, seq, text, speaker,"
@@ -883,5 +679,6 @@ def _insert(conn: psycopg.Connection, drafts: Sequence[CleanDraft], key: str, us
     return [codec.format(rowid) for rowid in ids]
 
 
-def _load(value: str | None) -> Any:
-    return None if value is None else json.loads(value)
+def _runner(conn: psycopg.Connection) -> Run:
+    """SQLStore's ``run`` on ``conn``: its ``?`` placeholders as psycopg's ``%s``."""
+    return lambda sql, params=(): conn.execute(sql.replace("?", "%s"), params)

@@ -18,51 +18,27 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from psycopg.adapt import Dumper, Loader
-from psycopg.pq import Format
+from pgvector import Vector
+from pgvector.psycopg.vector import register_vector_info
+from psycopg.types import TypeInfo
 
 from .base import VERSION_FLOOR_KEY
 
-_LE32 = np.dtype("<f4")
-_BE32 = np.dtype(">f4")
+
+def register_vector(conn: Any, info: TypeInfo) -> None:
+    """Teach ``conn`` the ``vector`` type (``info``: its oids in this database, read once at
+    open, so a new pooled connection sends no catalog query) with pgvector's own adapter."""
+    register_vector_info(conn, info)
 
 
-class PgVector:
-    """A float32 little-endian vector (the interface's form) on its way into a ``vector``."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
+def vec(data: bytes | None) -> Vector | None:
+    """The interface's float32 little-endian bytes on their way into a ``vector`` column."""
+    return None if data is None else Vector(np.frombuffer(data, dtype="<f4"))
 
 
-class _VectorDumper(Dumper):
-    """``PgVector`` → pgvector's binary form: int16 dims, int16 0, big-endian float4s."""
-
-    format = Format.BINARY
-
-    def dump(self, obj: PgVector) -> bytes:
-        values = np.frombuffer(obj.data, dtype=_LE32)
-        return len(values).to_bytes(2, "big") + b"\0\0" + values.astype(_BE32).tobytes()
-
-
-class _VectorLoader(Loader):
-    """pgvector's binary form → float32 little-endian bytes (what retrieval reads)."""
-
-    format = Format.BINARY
-
-    def load(self, data: Any) -> bytes:
-        return np.frombuffer(data, dtype=_BE32, offset=4).astype(_LE32).tobytes()
-
-
-def register_vector(conn: Any, oid: int) -> None:
-    """Teach ``conn`` the ``vector`` type (``oid`` in this database) in both directions."""
-    conn.adapters.register_dumper(PgVector, type("VectorDumper", (_VectorDumper,), {"oid": oid}))
-    conn.adapters.register_loader(oid, _VectorLoader)
-
-
-def vec(data: bytes | None) -> PgVector | None:
-    return None if data is None else PgVector(bytes(data))
+def from_vec(value: Vector) -> bytes:
+    """A loaded ``vector`` as the interface's float32 little-endian bytes."""
+    return value.to_numpy().astype("<f4", copy=False).tobytes()
 
 
 # -- scope versions and the change log --------------------------------------------------
@@ -200,19 +176,20 @@ def read_changes(conn: Any, scope_key: str, since: int, known_entities: set[str]
         f"SELECT {trace_columns} FROM traces WHERE scope_key = %s{only} ORDER BY session, seq, rowid_",
         args).fetchall()
     uonly = only.replace("session", "u.session")
-    out["units"] = conn.cursor(binary=True).execute(
+    units = conn.cursor(binary=True).execute(
         "SELECT u.id, u.session, u.level, u.position, u.text, u.text_hash,"
         " array_to_json(u.rowids)::text, u.vec FROM units u"
-        f" WHERE u.scope_key = %s{uonly} ORDER BY u.session, {_LEVEL_ORDER}, u.position", args).fetchall()
+        f" WHERE u.scope_key = %s{uonly} ORDER BY u.session, {_LEVEL_ORDER}, u.position", args)
+    out["units"] = [(*row[:7], None if row[7] is None else from_vec(row[7])) for row in units]
     out["mentions"] = conn.execute(
         "SELECT m.unit_id, m.entity, m.label, m.surface, m.count FROM unit_mentions m"
         " JOIN units u ON u.scope_key = m.scope_key AND u.id = m.unit_id"
         f" WHERE m.scope_key = %s{uonly} ORDER BY m.unit_id, m.entity", args).fetchall()
     wanted = sorted({r[1] for r in out["mentions"]} - known_entities)
     if wanted:
-        out["entities"] = dict(conn.cursor(binary=True).execute(
+        out["entities"] = {entity: from_vec(value) for entity, value in conn.cursor(binary=True).execute(
             "SELECT entity, vec FROM entity_vectors WHERE scope_key = %s AND entity = ANY(%s)",
-            (scope_key, wanted)).fetchall())
+            (scope_key, wanted))}
     return out
 
 
@@ -228,10 +205,10 @@ def stored_encodings(conn: Any, scope_key: str, text_hashes: Sequence[str]
     hashes = list(text_hashes)
     if not hashes:
         return {}, {}
-    found_vecs = dict(conn.cursor(binary=True).execute(
+    found_vecs = {text_hash: from_vec(value) for text_hash, value in conn.cursor(binary=True).execute(
         "SELECT DISTINCT ON (text_hash) text_hash, vec FROM units"
         " WHERE scope_key = %s AND text_hash = ANY(%s) AND level IN ('turn', 'span') AND vec IS NOT NULL"
-        " ORDER BY text_hash, id", (scope_key, hashes)).fetchall())
+        " ORDER BY text_hash, id", (scope_key, hashes))}
     first_turn = dict(conn.execute(
         "SELECT DISTINCT ON (text_hash) text_hash, id FROM units"
         " WHERE scope_key = %s AND text_hash = ANY(%s) AND level = 'turn' ORDER BY text_hash, id",

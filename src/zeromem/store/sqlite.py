@@ -17,50 +17,48 @@ read-only".
 from __future__ import annotations
 
 import builtins
-import datetime as dt
 import json
 import os
 import sqlite3
-import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInput, NotFound, StoreError
-from ..types import HistoryEvent, Scope, Trace
+from ..errors import NotFound, StoreError
+from ..types import Scope, Trace
 from . import derived, validate
-from .base import (
+from .checks import (
     DEFAULT_LOCK_TIMEOUT_S,
-    CleanDraft,
-    DeleteReceipt,
-    DerivedUnit,
-    StoreBase,
-    TraceDraft,
-    TraceRows,
-    TraceStoreBase,
     check_flag,
     check_lock_timeout,
-    check_meta_key,
-    check_meta_value,
-    check_meta_write,
     clean_list_filters,
     id_codec,
-    make_receipt,
     not_found_message,
-    retained_identifiers,
     scope_key,
     scope_meta_suffix,
 )
 from .derived import bump_version, purge_units_of_trace, read_changes
 from .ids import ID_KEY, TraceIdCodec
-from .keys import ApiKey, check_key_id
+from .receipts import DeleteReceipt, make_receipt, retained_identifiers
+from .roles import CleanDraft, DerivedUnit, TraceDraft
+from .rows import (
+    COLUMNS,
+    dump_attachments,
+    dump_metadata,
+    no_session_message,
+    now,
+    number_drafts,
+    session_name,
+    to_trace,
+)
 from .schema import SCHEMA_VERSION, migrate
+from .sqlstore import Run, SQLStore, T
 
-__all__ = ["SQLiteStore", "TraceDraft", "TraceStore", "TraceStoreBase"]
+__all__ = ["SQLiteStore", "TraceDraft", "TraceStore"]
 
 # Between two attempts at the write lock when SQLite returned "busy" without waiting (it does
 # not call its busy handler in every case); the deadline is lock_timeout_s all the same.
@@ -71,10 +69,6 @@ _LOCK_POLL_S = 0.05
 _WRITE_ERRORS = (sqlite3.Error, OverflowError, UnicodeError)
 # A list of trace row ids bound as one JSON parameter (see derived._IN_JSON).
 _IN_JSON = "IN (SELECT value FROM json_each(?))"
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
 
 
 def _is_lock_error(exc: sqlite3.Error) -> bool:
@@ -102,7 +96,7 @@ def read_only_reason(path: str, requested: bool) -> str | None:
     return None
 
 
-class SQLiteStore(StoreBase):
+class SQLiteStore(SQLStore):
     """Verbatim traces, their history, scope versions, and the connection for derived tables."""
 
     def __init__(self, path: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
@@ -196,20 +190,11 @@ class SQLiteStore(StoreBase):
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA secure_delete = ON")
 
-    def _locked_message(self) -> str:
-        return (f"the database {self.path} is locked by another writer for more than "
-                f"{self.lock_timeout_s:g} s; nothing was changed: raise lock_timeout_s "
-                "(Config.lock_timeout_s, or --lock-timeout) or find the other process that holds it")
-
     # -- plumbing -----------------------------------------------------------------------
     def close(self) -> None:
         with self._lock:
             self._closed = True
             self.conn.close()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreError(f"the store {self.path} is closed: open it again (a new Memory)")
 
     def _check_writable(self) -> None:
         if self.read_only is not None:
@@ -328,11 +313,6 @@ class SQLiteStore(StoreBase):
             self._check_open()
             return derived.trace_signals(self.conn, user, agent, missing_only=missing_only)
 
-    def trace_versions(self, scope: Scope) -> builtins.list[tuple[int, int]]:
-        rows = self.read("SELECT rowid_, version FROM traces WHERE user_key=? AND agent_key=?"
-                         " ORDER BY session_time IS NULL, session_time, session, seq, rowid_", scope_key(scope))
-        return [(int(r), int(v)) for r, v in rows]
-
     def expiring(self, scope: Scope) -> dict[int, Any]:
         user, agent = scope_key(scope)
         with self._lock:
@@ -349,16 +329,8 @@ class SQLiteStore(StoreBase):
         transaction: a consistent version of the scope, whatever other writers do meanwhile
         (WAL readers see the database as of their first read). See ``derived.read_changes``."""
         user, agent = scope_key(scope)
-        with self._lock:
-            try:
-                self.conn.execute("BEGIN")
-                try:
-                    out = read_changes(self.conn, user, agent, since, known_entities, _COLUMNS)
-                finally:
-                    self.conn.execute("COMMIT")
-            except sqlite3.DatabaseError as exc:
-                raise StoreError(f"read failed on {self.path}: {exc}") from None
-        out["traces"] = [(row[0], _row_to_trace(row, self.ids)) for row in out["traces"]]
+        out = self._consistent(lambda run: read_changes(self.conn, user, agent, since, known_entities, COLUMNS))
+        out["traces"] = [(row[0], to_trace(row, self.ids)) for row in out["traces"]]
         return out
 
     def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes],
@@ -377,39 +349,32 @@ class SQLiteStore(StoreBase):
             conn.execute("INSERT OR REPLACE INTO scope_snapshots VALUES (?,?,?,?,?)",
                          (user, agent, version, format, facts.encode("utf-8")))
 
-    def load_snapshot(self, scope: Scope, format: int = 1
-                      ) -> tuple[int, str, dict[str, bytes], TraceRows] | None:
-        """The scope's persisted index — (version, facts, parts, every trace by rowid) — read
-        in one transaction, or None if there is none or a wipe made it useless."""
-        user, agent = scope_key(scope)
+    # -- SQLStore's hooks ---------------------------------------------------------------
+    _SESSION_OF_SCOPE = "user_key||'\x1f'||agent_key||'\x1f'||session"
+
+    def _scoped(self, scope: Scope, alias: str = "") -> tuple[str, tuple[str, ...]]:
+        prefix = f"{alias}." if alias else ""
+        return f"{prefix}user_key = ? AND {prefix}agent_key = ?", scope_key(scope)
+
+    def _transact(self, fn: Callable[[Run], T]) -> T:
+        with self.transaction() as conn:
+            return fn(conn.execute)
+
+    def _consistent(self, fn: Callable[[Run], T]) -> T:
+        """``fn`` inside one read transaction: WAL readers see the database as of their first read."""
         with self._lock:
             self._check_open()
             try:
                 self.conn.execute("BEGIN")
                 try:
-                    head = self.conn.execute(
-                        "SELECT s.version, s.blob, COALESCE(v.reset_version, 0) FROM scope_snapshots s"
-                        " LEFT JOIN scope_versions v ON v.user_key = s.user_key AND v.agent_key = s.agent_key"
-                        " WHERE s.user_key=? AND s.agent_key=? AND s.format=?", (user, agent, format)).fetchone()
-                    if head is None or head[2] > head[0]:
-                        return None
-                    parts = dict(self.conn.execute(
-                        "SELECT name, blob FROM scope_snapshot_parts WHERE user_key=? AND agent_key=?",
-                        (user, agent)).fetchall())
-                    rows = self.conn.execute(f"SELECT {_COLUMNS} FROM traces WHERE user_key=? AND agent_key=?",
-                                             (user, agent)).fetchall()
+                    return fn(self.conn.execute)
                 finally:
                     self.conn.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"read failed on {self.path}: {exc}") from None
-        ids = self.ids
-        traces = TraceRows({row[0]: row for row in rows}, lambda row: _row_to_trace(row, ids), _row_fields)
-        return int(head[0]), bytes(head[1]).decode("utf-8"), parts, traces
 
-    def snapshot_version(self, scope: Scope, format: int = 1) -> int | None:
-        rows = self.read("SELECT version FROM scope_snapshots WHERE user_key=? AND agent_key=? AND format=?",
-                         (*scope_key(scope), format))
-        return int(rows[0][0]) if rows else None
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return self.read(sql, params)
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
@@ -427,12 +392,12 @@ class SQLiteStore(StoreBase):
         cleaned = self.clean_batches(batches)
         if not any(drafts for drafts, _ in cleaned):
             return [[] for _ in cleaned]
-        now = _now()
+        stamp = now()
         out: list[list[str]] = []
         with self.transaction() as conn:
             touched: set[tuple[str, str]] = set()
             for drafts, (user, agent) in cleaned:
-                out.append(_insert(conn, drafts, user, agent, now, self.ids))
+                out.append(_insert(conn, drafts, user, agent, stamp, self.ids))
                 if drafts:
                     touched.add((user, agent))
             for user, agent in sorted(touched):
@@ -443,18 +408,13 @@ class SQLiteStore(StoreBase):
                keep_history: bool = True) -> Trace:
         """Replace text and/or metadata. The previous version stays in the history (auditable),
         unless ``keep_history=False``: then every earlier version is erased (see the base)."""
-        if text is None and metadata is None:
-            raise InvalidInput("update needs new text, new metadata, or both")
-        new_text = validate.clean_text(text, max_chars=self.max_text_chars) if text is not None else None
-        new_meta = validate.clean_metadata(metadata) if metadata is not None else None
-        keep = check_flag(keep_history, "keep_history")
+        new_text, new_meta, keep = self._clean_update(text, metadata, keep_history)
         rowid = self.ids.parse(tid)
         user, agent = scope_key(scope)
         with self.transaction() as conn:
             old_text, old_meta, session = _owned_row(conn, rowid, tid, scope)
             text_out = new_text if new_text is not None else old_text
-            meta_out = (json.dumps(new_meta, ensure_ascii=False, sort_keys=True)
-                        if new_meta is not None else old_meta)
+            meta_out = dump_metadata(new_meta) if new_meta is not None else old_meta
             conn.execute("UPDATE traces SET text=?, metadata=?, version=version+1 WHERE rowid_=?",
                          (text_out, meta_out, rowid))
             if not keep:
@@ -463,7 +423,7 @@ class SQLiteStore(StoreBase):
             conn.execute(
                 "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at, old_text,"
                 " new_text, old_metadata, new_metadata) VALUES (?,?,?,?,?,?,?,?,?)",
-                (rowid, user, agent, "update", _now(), old_text, text_out, old_meta, meta_out))
+                (rowid, user, agent, "update", now(), old_text, text_out, old_meta, meta_out))
             _mark_dirty(conn, user, agent, session)
             purge_units_of_trace(conn, user, agent, session, rowid)
             _end_write(conn, user, agent, erase=not keep)
@@ -492,7 +452,7 @@ class SQLiteStore(StoreBase):
 
     def delete_session(self, session: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
         """Remove every trace of one session as ``delete`` removes one (see the base)."""
-        name = _session_name(session)
+        name = session_name(session)
         keep = check_flag(keep_history, "keep_history")
         user, agent = scope_key(scope)
         with self.transaction() as conn:
@@ -500,7 +460,7 @@ class SQLiteStore(StoreBase):
                 "SELECT rowid_ FROM traces WHERE user_key=? AND agent_key=? AND session=? AND has_session=1"
                 " ORDER BY rowid_", (user, agent, name))]
             if not rowids:
-                raise NotFound(_no_session_message(name, scope))
+                raise NotFound(no_session_message(name, scope))
             counts = _remove_traces(conn, user, agent, rowids, keep_history=keep)
             counts += derived.purge_units_of_session(conn, user, agent, name)
             if keep:
@@ -546,11 +506,6 @@ class SQLiteStore(StoreBase):
         return make_receipt(kind, trace_ids, counts, history_text_purged=erased,
                             secure_delete=True, checkpointed=checkpointed, retained=retained)
 
-    def _scope_keys(self, scope: Scope) -> int:
-        """How many API keys (active or revoked) name this scope."""
-        return int(self.read("SELECT COUNT(*) FROM api_keys WHERE user_key=? AND agent_key=?",
-                             scope_key(scope))[0][0])
-
     def compact(self) -> dict[str, Any]:
         """Rewrite the file without free pages (VACUUM) and truncate the log: with
         secure_delete the freed bytes are zeros already; this also returns the space."""
@@ -569,51 +524,15 @@ class SQLiteStore(StoreBase):
                 "checkpointed": checkpointed, "retained": []}
 
     # -- per-file facts -------------------------------------------------------------------
-    def get_meta(self, key: str) -> str | None:
-        rows = self.read("SELECT value FROM store_meta WHERE key=?", (check_meta_key(key),))
-        return rows[0][0] if rows else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        key, value = check_meta_write(key), check_meta_value(value)
-        with self.transaction() as conn:
-            conn.execute("INSERT INTO store_meta (key, value) VALUES (?, ?)"
-                         " ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
-
-    def setdefault_meta(self, key: str, value: str) -> str:
-        key, value = check_meta_write(key), check_meta_value(value)
-        if self.read_only is not None:
-            # Nothing can be recorded through a read-only store: the stored value, else the one
-            # offered (what a search's embedder check records on a scope that has none yet).
-            recorded = self.get_meta(key)
-            return value if recorded is None else recorded
-        with self.transaction() as conn:
-            conn.execute("INSERT OR IGNORE INTO store_meta (key, value) VALUES (?, ?)", (key, value))
-            stored: str = conn.execute("SELECT value FROM store_meta WHERE key=?", (key,)).fetchone()[0]
-        return stored
-
-    def delete_meta(self, key: str) -> bool:
-        key = check_meta_write(key)
-        with self.transaction() as conn:
-            return conn.execute("DELETE FROM store_meta WHERE key=?", (key,)).rowcount > 0
-
     # -- reads --------------------------------------------------------------------------
-    def get(self, tid: str, scope: Scope) -> Trace:
-        rowid = self.ids.parse(tid)
-        user, agent = scope_key(scope)
-        rows = self.read(f"SELECT {_COLUMNS} FROM traces WHERE rowid_=? AND user_key=? AND agent_key=?",
-                         (rowid, user, agent))
-        if not rows:
-            raise NotFound(not_found_message(tid, scope))
-        return _row_to_trace(rows[0], self.ids)
-
     def get_rowids(self, rowids: Sequence[int]) -> dict[int, Trace]:
         out: dict[int, Trace] = {}
         ids = list(rowids)
         for start in range(0, len(ids), 900):
             chunk = ids[start:start + 900]
             marks = ",".join("?" * len(chunk))
-            for row in self.read(f"SELECT {_COLUMNS} FROM traces WHERE rowid_ IN ({marks})", chunk):
-                out[row[0]] = _row_to_trace(row, self.ids)
+            for row in self.read(f"SELECT {COLUMNS} FROM traces WHERE rowid_ IN ({marks})", chunk):
+                out[row[0]] = to_trace(row, self.ids)
         return out
 
     def list(self, scope: Scope, *, session: str | None = None, since: Any = None,
@@ -640,149 +559,19 @@ class SQLiteStore(StoreBase):
             else:
                 where.append(f"json_extract(metadata, '$.{key}') = ?")
                 params.append(int(value) if isinstance(value, bool) else value)
-        sql = (f"SELECT {_COLUMNS} FROM traces WHERE {' AND '.join(where)} "
+        sql = (f"SELECT {COLUMNS} FROM traces WHERE {' AND '.join(where)} "
                f"ORDER BY session_time IS NULL, session_time, session, seq, rowid_")
         if limit is not None or offset:
             # SQLite takes OFFSET only after a LIMIT; -1 means no limit.
             sql += f" LIMIT {-1 if limit is None else int(limit)} OFFSET {int(offset)}"
-        return [_row_to_trace(row, self.ids) for row in self.read(sql, params)]
-
-    def history(self, tid: str, scope: Scope) -> builtins.list[HistoryEvent]:
-        rowid = self.ids.parse(tid)
-        user, agent = scope_key(scope)
-        rows = self.read(
-            "SELECT event, at, old_text, new_text, old_metadata, new_metadata FROM trace_history"
-            " WHERE trace_rowid=? AND user_key=? AND agent_key=? ORDER BY id", (rowid, user, agent))
-        if not rows:
-            raise NotFound(not_found_message(tid, scope))
-        return [HistoryEvent(tid, ev, at, old, new, _load(om), _load(nm))
-                for ev, at, old, new, om, nm in rows]
-
-    def sessions(self, scope: Scope) -> builtins.list[dict[str, Any]]:
-        time_expr = "COALESCE(event_time, session_time, recorded_at)"
-        rows = self.read(
-            f"SELECT session, MAX(has_session), COUNT(*), MIN({time_expr}), MAX({time_expr}),"
-            " MIN(session_time IS NULL), MIN(session_time) FROM traces"
-            " WHERE user_key=? AND agent_key=? GROUP BY session ORDER BY 6, 7, 1", scope_key(scope))
-        return [{"session": name if has else None, "traces": n, "first_time": first, "last_time": last}
-                for name, has, n, first, last, _, _ in rows]
-
-    def add_api_key(self, key_id: str, key_hash: str, scope: Scope, label: str | None) -> ApiKey:
-        user, agent = scope_key(scope)
-        key_id = check_key_id(key_id)
-        label = validate.clean_optional_str(label, "label")
-        created = _now()
-        with self.transaction() as conn:
-            clash = conn.execute("SELECT 1 FROM api_keys WHERE key_id=? OR key_hash=?",
-                                 (key_id, key_hash)).fetchone()
-            if clash:
-                raise InvalidInput(f"an API key with id {key_id} already exists; make a new key")
-            conn.execute("INSERT INTO api_keys (key_id, key_hash, user_key, agent_key, label, created_at)"
-                         " VALUES (?, ?, ?, ?, ?, ?)", (key_id, key_hash, user, agent, label, created))
-        return ApiKey(key_id, scope, label, created)
-
-    def api_key_by_hash(self, key_hash: str) -> ApiKey | None:
-        rows = self.read(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_hash=?", (key_hash,))
-        return _row_to_key(rows[0]) if rows else None
-
-    def api_keys(self) -> builtins.list[ApiKey]:
-        return [_row_to_key(row) for row in
-                self.read(f"SELECT {_KEY_COLUMNS} FROM api_keys ORDER BY created_at, key_id")]
-
-    def revoke_api_key(self, key_id: str) -> ApiKey:
-        key_id = check_key_id(key_id)
-        with self.transaction() as conn:
-            conn.execute("UPDATE api_keys SET revoked_at=? WHERE key_id=? AND revoked_at IS NULL",
-                         (_now(), key_id))
-            row = conn.execute(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_id=?", (key_id,)).fetchone()
-        if row is None:
-            raise NotFound(f"no API key with id {key_id!r}: see `zeromem keys list`")
-        return _row_to_key(row)
+        return [to_trace(row, self.ids) for row in self.read(sql, params)]
 
     def size_bytes(self) -> int:
         pages, page_size = self.read("PRAGMA page_count")[0][0], self.read("PRAGMA page_size")[0][0]
         wal = Path(f"{self.path}-wal")
         return int(pages * page_size) + (wal.stat().st_size if self.path != ":memory:" and wal.exists() else 0)
 
-    def count(self, scope: Scope) -> int:
-        return self.read("SELECT COUNT(*) FROM traces WHERE user_key=? AND agent_key=?", scope_key(scope))[0][0]
-
-    def scope_version(self, scope: Scope) -> int:
-        rows = self.read("SELECT version FROM scope_versions WHERE user_key=? AND agent_key=?",
-                         scope_key(scope))
-        return rows[0][0] if rows else 0
-
-    def scopes(self) -> builtins.list[Scope]:
-        rows = self.read("SELECT DISTINCT user_key, agent_key FROM traces ORDER BY 1, 2")
-        return [Scope(u or None, a or None) for u, a in rows]
-
-    def stats(self, scope: Scope | None = None) -> dict[str, Any]:
-        params: tuple[str, ...] = ()
-        where = ""
-        if scope is not None:
-            where, params = "WHERE user_key=? AND agent_key=?", scope_key(scope)
-        traces, sessions, chars = self.read(
-            f"SELECT COUNT(*), COUNT(DISTINCT user_key||'\x1f'||agent_key||'\x1f'||session),"
-            f" COALESCE(SUM(LENGTH(text)), 0) FROM traces {where}", params)[0]
-        events = dict(self.read(f"SELECT event, COUNT(*) FROM trace_history {where} GROUP BY event",
-                                params))
-        speakers = dict(self.read(
-            f"SELECT COALESCE(speaker, ''), COUNT(*) FROM traces {where} GROUP BY 1 ORDER BY 1", params))
-        span = self.read(f"SELECT MIN(COALESCE(event_time, session_time)),"
-                         f" MAX(COALESCE(event_time, session_time)) FROM traces {where}", params)[0]
-        units = dict(self.read(f"SELECT level, COUNT(*) FROM units {where} GROUP BY level", params))
-        return {
-            "path": self.path,
-            "traces": traces,
-            "sessions": sessions,
-            "characters": chars,
-            "scopes": len(self.scopes()) if scope is None else 1,
-            "speakers": speakers,
-            "history_events": events,
-            "first_time": span[0],
-            "last_time": span[1],
-            "units": units,
-        }
-
-
 TraceStore = SQLiteStore  # the name before backends existed; existing imports keep working
-
-_COLUMNS = ("rowid_, text, user_key, agent_key, session, has_session, session_time, speaker, role,"
-            " event_time, recorded_at, seq, source_id, metadata, attachments, version")
-
-
-_KEY_COLUMNS = "key_id, user_key, agent_key, label, created_at, revoked_at"
-
-
-def _row_to_key(row: tuple) -> ApiKey:
-    key_id, user, agent, label, created, revoked = row
-    return ApiKey(key_id, Scope(user or None, agent or None), label, created, revoked)
-
-
-def _intern(value: str | None) -> str | None:
-    return None if value is None else sys.intern(value)
-
-
-def _row_fields(row: tuple) -> tuple:
-    """What an index needs of every turn, without building a Trace (see TraceRows.fields)."""
-    attachments = row[14]
-    return (row[1], () if attachments == "[]" else tuple(json.loads(attachments)), row[7],
-            row[4] if row[5] else None, row[9], row[6], row[10], row[8])
-
-
-def _row_to_trace(row: tuple, ids: TraceIdCodec) -> Trace:
-    (rowid, text, user, agent, session, has_session, session_time, speaker, role, event_time,
-     recorded_at, seq, source_id, metadata, attachments, version) = row
-    # Scopes, sessions, speakers, roles and times repeat across rows: one string object each.
-    intern = _intern
-    return Trace(
-        id=ids.format(rowid), text=text, user=intern(user) or None, agent=intern(agent) or None,
-        session=intern(session) if has_session else None, session_time=intern(session_time),
-        speaker=intern(speaker), role=sys.intern(role), event_time=intern(event_time),
-        recorded_at=sys.intern(recorded_at), seq=seq, source_id=source_id,
-        metadata={} if metadata == "{}" else json.loads(metadata),
-        attachments=() if attachments == "[]" else tuple(json.loads(attachments)), version=version)
-
 
 def _owned_row(conn: sqlite3.Connection, rowid: int, tid: str, scope: Scope) -> tuple:
     """(text, metadata, session) of a trace in ``scope``, or NotFound: writes never cross scopes."""
@@ -803,23 +592,6 @@ def _mark_dirty(conn: sqlite3.Connection, user: str, agent: str, session: str) -
     conn.execute("INSERT OR IGNORE INTO dirty_sessions VALUES (?,?,?)", (user, agent, session))
 
 
-def _session_name(session: Any) -> str:
-    """The name of a session to delete: a non-empty string (traces stored without a session
-    share no name to delete them by)."""
-    if session is None:
-        raise InvalidInput("name the session to delete (a string such as 's1'); see `zeromem list`")
-    name = validate.clean_optional_str(session, "session")
-    if not name:
-        raise InvalidInput("name the session to delete (a string such as 's1'); see `zeromem list`")
-    return name
-
-
-def _no_session_message(session: str, scope: Scope) -> str:
-    where = f"user={scope.user!r}, agent={scope.agent!r}"
-    return (f"no session {validate.printable(session)!r} in scope ({where}): check the name with "
-            "`zeromem list` and the --user/--agent you passed")
-
-
 def _remove_traces(conn: sqlite3.Connection, user: str, agent: str, rowids: Sequence[int], *,
                    keep_history: bool) -> Counter[str]:
     """Delete traces of one scope with a 'delete' event each: holding the old text and metadata
@@ -833,7 +605,7 @@ def _remove_traces(conn: sqlite3.Connection, user: str, agent: str, rowids: Sequ
         "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at, old_text, new_text,"
         f" old_metadata, new_metadata) SELECT rowid_, user_key, agent_key, 'delete', ?, {kept}"
         f" FROM traces WHERE user_key=? AND agent_key=? AND rowid_ {_IN_JSON} ORDER BY rowid_",
-        (_now(), user, agent, ids))
+        (now(), user, agent, ids))
     counts["traces"] = conn.execute(f"DELETE FROM traces WHERE user_key=? AND agent_key=? AND rowid_ {_IN_JSON}",
                                     (user, agent, ids)).rowcount
     counts["trace_signals"] = conn.execute(
@@ -867,31 +639,21 @@ def _end_write(conn: sqlite3.Connection, user: str, agent: str, *, erase: bool) 
 def _insert(conn: sqlite3.Connection, drafts: Sequence[CleanDraft], user: str, agent: str,
             now: str, ids: TraceIdCodec) -> list[str]:
     """Insert checked drafts into one scope (inside the caller's transaction); their ids."""
+    def last_seq(session: str) -> int:
+        top = conn.execute("SELECT MAX(seq) FROM traces WHERE user_key=? AND agent_key=? AND session=?",
+                           (user, agent, session)).fetchone()[0]
+        return -1 if top is None else int(top)
+
     out: list[str] = []
-    next_seq: dict[str, int] = {}
-    for item in drafts:
-        if item.seq is None:
-            if item.session not in next_seq:
-                row = conn.execute(
-                    "SELECT MAX(seq) FROM traces WHERE user_key=? AND agent_key=? AND session=?",
-                    (user, agent, item.session)).fetchone()
-                next_seq[item.session] = -1 if row[0] is None else row[0]
-            seq = next_seq[item.session] + 1
-            if seq > validate.MAX_INT:
-                raise InvalidInput(f"session {validate.printable(item.session)!r} already holds "
-                                   f"seq {validate.MAX_INT}, the largest: pass seq explicitly")
-            next_seq[item.session] = seq
-        else:
-            seq = item.seq
-            next_seq[item.session] = max(next_seq.get(item.session, -1), seq)
-        meta = json.dumps(item.metadata, ensure_ascii=False, sort_keys=True)
+    for item, seq in zip(drafts, number_drafts(drafts, last_seq)):
+        meta = dump_metadata(item.metadata)
         cur = conn.execute(
             "INSERT INTO traces (user_key, agent_key, session, seq, text, speaker, role,"
             " session_time, event_time, recorded_at, source_id, metadata, attachments,"
             " has_session) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (user, agent, item.session, seq, item.text, item.speaker, item.role,
              item.session_time, item.event_time, now, item.source_id, meta,
-             json.dumps(list(item.attachments), ensure_ascii=False), int(item.has_session)))
+             dump_attachments(item.attachments), int(item.has_session)))
         rowid = cur.lastrowid
         if rowid is None:
             raise StoreError("the insert returned no row id; nothing was changed")
@@ -900,10 +662,6 @@ def _insert(conn: sqlite3.Connection, drafts: Sequence[CleanDraft], user: str, a
             " new_text, new_metadata) VALUES (?,?,?,?,?,?,?)",
             (rowid, user, agent, "add", now, item.text, meta))
         out.append(ids.format(rowid))
-    for session in next_seq:
+    for session in dict.fromkeys(item.session for item in drafts):
         _mark_dirty(conn, user, agent, session)
     return out
-
-
-def _load(value: str | None) -> Any:
-    return None if value is None else json.loads(value)

@@ -1,0 +1,16 @@
+"""The storage interface split by role; ``store.base.StoreBase`` composes them all.
+
+A caller that needs one role types against it (the indexer writes ``DerivedStore``,
+persistence reads ``SnapshotStore``); every backend implements every role.
+"""
+
+from .changes import ChangeLog
+from .derived import DerivedStore, DerivedUnit
+from .keys import KeyStore
+from .maintenance import Maintenance
+from .meta import MetaStore
+from .snapshots import SnapshotStore, TraceRows
+from .traces import CleanDraft, TraceDraft, TraceRecords
+
+__all__ = ["ChangeLog", "CleanDraft", "DerivedStore", "DerivedUnit", "KeyStore", "Maintenance",
+           "MetaStore", "SnapshotStore", "TraceDraft", "TraceRecords", "TraceRows"]

@@ -1,0 +1,107 @@
+"""Rows as both SQL backends read and write them: the columns they select and the Python
+values they make of a row (``Trace``, ``ApiKey``, history JSON), the same for SQLite and
+PostgreSQL because both tables hold the same columns in the same form."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import InvalidInput
+from ..types import Scope, Trace
+from . import validate
+from .ids import TraceIdCodec
+from .keys import ApiKey
+from .roles import CleanDraft
+
+# Trace columns in the order ``to_trace`` and ``to_fields`` read them.
+COLUMNS = ("rowid_, text, user_key, agent_key, session, has_session, session_time, speaker, role,"
+           " event_time, recorded_at, seq, source_id, metadata, attachments, version")
+KEY_COLUMNS = "key_id, user_key, agent_key, label, created_at, revoked_at"
+
+
+def now() -> str:
+    """The recording time of a write: UTC, microseconds."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
+
+
+def to_key(row: Sequence[Any]) -> ApiKey:
+    key_id, user, agent, label, created, revoked = row
+    return ApiKey(key_id, Scope(user or None, agent or None), label, created, revoked)
+
+
+def _intern(value: str | None) -> str | None:
+    return None if value is None else sys.intern(value)
+
+
+def to_fields(row: Sequence[Any]) -> tuple:
+    """What an index needs of every turn, without building a Trace (see TraceRows.fields)."""
+    attachments = row[14]
+    return (row[1], () if attachments == "[]" else tuple(json.loads(attachments)), row[7],
+            row[4] if row[5] else None, row[9], row[6], row[10], row[8])
+
+
+def to_trace(row: Sequence[Any], ids: TraceIdCodec) -> Trace:
+    (rowid, text, user, agent, session, has_session, session_time, speaker, role, event_time,
+     recorded_at, seq, source_id, metadata, attachments, version) = row
+    # Scopes, sessions, speakers, roles and times repeat across rows: one string object each.
+    intern = _intern
+    return Trace(
+        id=ids.format(rowid), text=text, user=intern(user) or None, agent=intern(agent) or None,
+        session=intern(session) if has_session else None, session_time=intern(session_time),
+        speaker=intern(speaker), role=sys.intern(role), event_time=intern(event_time),
+        recorded_at=sys.intern(recorded_at), seq=seq, source_id=source_id,
+        metadata={} if metadata == "{}" else json.loads(metadata),
+        attachments=() if attachments == "[]" else tuple(json.loads(attachments)), version=version)
+
+
+def load_json(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+def dump_metadata(metadata: dict[str, Any]) -> str:
+    """Metadata as stored: JSON with sorted keys, so equal metadata is equal text."""
+    return json.dumps(metadata, ensure_ascii=False, sort_keys=True)
+
+
+def dump_attachments(attachments: Sequence[str]) -> str:
+    return json.dumps(list(attachments), ensure_ascii=False)
+
+
+def number_drafts(drafts: Sequence[CleanDraft], last_seq: Callable[[str], int]) -> list[int]:
+    """Each draft's ``seq``: its own, else the next after the highest in its session so far
+    (``last_seq(session)``: the highest stored, -1 for none; asked once per session)."""
+    top: dict[str, int] = {}
+    out: list[int] = []
+    for item in drafts:
+        if item.seq is None:
+            if item.session not in top:
+                top[item.session] = last_seq(item.session)
+            seq = top[item.session] + 1
+            if seq > validate.MAX_INT:
+                raise InvalidInput(f"session {validate.printable(item.session)!r} already holds "
+                                   f"seq {validate.MAX_INT}, the largest: pass seq explicitly")
+            top[item.session] = seq
+        else:
+            seq = item.seq
+            top[item.session] = max(top.get(item.session, -1), seq)
+        out.append(seq)
+    return out
+
+
+def session_name(session: Any) -> str:
+    """The name of a session to delete: a non-empty string (traces stored without a session
+    share no name to delete them by)."""
+    name = None if session is None else validate.clean_optional_str(session, "session")
+    if not name:
+        raise InvalidInput("name the session to delete (a string such as 's1'); see `zeromem list`")
+    return name
+
+
+def no_session_message(session: str, scope: Scope) -> str:
+    where = f"user={scope.user!r}, agent={scope.agent!r}"
+    return (f"no session {validate.printable(session)!r} in scope ({where}): check the name with "
+            "`zeromem list` and the --user/--agent you passed")
