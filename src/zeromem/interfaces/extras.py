@@ -16,7 +16,8 @@ from ..errors import ZeromemError
 EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "server": (("fastapi", "uvicorn", "multipart"), "the REST server and web inspector"),
     "mcp": (("mcp",), "the MCP server"),
-    "postgres": (("psycopg", "psycopg_pool"), "the PostgreSQL store"),
+    "postgres": (("psycopg", "psycopg_pool", "pgvector"), "the PostgreSQL store"),
+    "reader": (("httpx",), "the OpenAI-compatible reader (Memory.answer, the agent loop)"),
     "bench": (("rich", "matplotlib", "hypothesis", "httpx", "usearch", "fastapi", "uvicorn", "mcp"),
               "the benchmarks"),
     "torch": (("torch", "sentence_transformers"), "sentence-transformers models on torch"),
