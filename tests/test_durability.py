@@ -28,6 +28,7 @@ KILL_AFTER_INSERTS = 5000
 CHILD = textwrap.dedent("""
     import sys, time
     from zeromem import Memory
+    from zeromem._internals import store_of
 
     mem = Memory(sys.argv[1])
     inserts = 0

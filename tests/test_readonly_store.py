@@ -181,6 +181,7 @@ def test_chmod_read_only_file_and_folder(built):
 _READ_ONLY_SCRIPT = """
 import json, sys
 from zeromem import Memory, StoreError
+from zeromem._internals import store_of
 out = {}
 with Memory(sys.argv[1], user="ana") as mem:
     out["read_only"] = store_of(mem).read_only

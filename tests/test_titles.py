@@ -74,7 +74,7 @@ def test_titles_survive_a_persisted_index(tmp_path):
         first = [(e.trace_id, e.score) for e in memory.search("Garden log", k=3)]
     with Memory(path, config=config) as memory:
         assert [(e.trace_id, e.score) for e in memory.search("Garden log", k=3)] == first
-        assert first[0][0] == (memory.list(limit=10)[1].id,)
+        assert first[0][0] == memory.list(limit=10)[1].id
 
 
 def _page_ppr(path, titled: bool) -> float:

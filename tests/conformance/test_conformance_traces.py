@@ -185,9 +185,9 @@ def test_list_filters_by_session_time_and_metadata_with_paging(memory):
     assert texts(since="2023-05-01") == ["s2 first", "s2 second"]
     assert texts(until="2023-04-01") == ["s1 first", "s1 second"]
     assert texts(since="2023-05-02T12:00", until="2023-05-04") == ["s2 second"]
-    assert texts(metadata={"topic": "city"}) == ["s1 second", "s2 second"]
-    assert texts(metadata={"topic": "city", "n": 2}) == ["s1 second"]
-    assert texts(metadata={"flag": True}) == ["s1 second"]
+    assert texts(filters={"topic": "city"}) == ["s1 second", "s2 second"]
+    assert texts(filters={"topic": "city", "n": 2}) == ["s1 second"]
+    assert texts(filters={"flag": True}) == ["s1 second"]
     assert texts(limit=2, offset=1) == ["s1 second", "s2 first"]
     assert texts(offset=3) == ["s2 second"] and texts(limit=0) == []
 
