@@ -150,7 +150,7 @@ class Engine:
         score, compat = self._ranking(prep, profile, plan, views, eligible, skip_graph or small, prior)
         weights = query_term_weights(qtokens, prep.term_df, prep.n_live)  # closure and selection
         chosen = self._candidates(prep, score, eligible, budget, prior, weights)
-        ranked, superseded = self._selection(prep, profile, weights, chosen, budget, as_of)
+        ranked, superseded = self._selection(prep, profile, weights, chosen, budget, as_of, eligible)
         evidence = [self._evidence(prep, node, value, reason, superseded, {
             "graph": float(views.graph[node]), "ppr": float(views.ppr[node]),
             "lexical_refinement": float(views.refine[node]), "hierarchy": float(views.hierarchy[node]),
@@ -257,8 +257,8 @@ class Engine:
         return chosen
 
     def _selection(self, prep: PreparedScope, profile: QueryProfile, weights: dict[str, float],
-                   chosen: dict[int, tuple[float, str]], budget: int, as_of: dt.datetime | None
-                   ) -> tuple[list[tuple[int, tuple[float, str]]], dict[int, int]]:
+                   chosen: dict[int, tuple[float, str]], budget: int, as_of: dt.datetime | None,
+                   eligible: np.ndarray) -> tuple[list[tuple[int, tuple[float, str]]], dict[int, int]]:
         """(at most ``budget`` turns in evidence order, superseded turn → its successor): chosen
         by score, query-term coverage and session diversity, then the newest state first."""
         cfg = self.config
@@ -272,7 +272,8 @@ class Engine:
         superseded = prep.superseded_by if as_of is None else prep.superseded_within(
             (prep.turn_time <= as_of.isoformat()) & prep.alive)
         if cfg.use_calibration:
-            ranked = _newest_state_first(ranked, superseded)
+            ranked = _newest_state_first(_with_current_states(ranked, superseded, eligible, budget),
+                                         superseded)
         return ranked, superseded
 
     def _evidence(self, prep: PreparedScope, node: int, score: float, reason: str,
@@ -403,6 +404,24 @@ def _lexical_refinement(query: str, lowered_texts: list[str], nodes: np.ndarray)
     nodes = np.asarray(nodes, dtype=np.int64)
     hits = [sum(t in lowered_texts[i] for t in terms) for i in nodes.tolist()]
     out[nodes] = np.asarray(hits, dtype=np.float64) / len(terms)
+    return out
+
+
+def _with_current_states(ranked: list, superseded_by: dict[int, int], eligible: np.ndarray,
+                         budget: int) -> list:
+    """A stale state shown without the state that replaced it misleads the reader ("I live in
+    Boston [superseded by t…]" and no t…): while the evidence has room, the successor of every
+    selected superseded turn joins it (when the search may show it: session, time, filters).
+    A full budget is left as it is; the stale turn still names its successor."""
+    shown = {node for node, _ in ranked}
+    out = list(ranked)
+    for node, _ in ranked:
+        newer = superseded_by.get(node)
+        if len(out) >= budget:
+            break
+        if newer is not None and newer not in shown and eligible[newer]:
+            out.append((newer, (0.0, "current state")))
+            shown.add(newer)
     return out
 
 
