@@ -26,7 +26,7 @@ ITEMS = [
         ("s1", [{"role": "user", "content": "I adopted a beagle named Rex.", "has_answer": True},
                 {"role": "assistant", "content": "Beagles are lovely dogs!"}]),
         ("s2", [{"role": "user", "content": "Any tips for sourdough?"},
-                {"role": "assistant", "content": ""}])], ["s1"]),
+                {"role": "assistant", "content": ""}, {"role": "user", "content": "\u200b "}])], ["s1"]),
     _item("q2_abs", "What is my cat's name?", [
         ("s3", [{"role": "user", "content": "I like tea."}])], [], kind="single-session-user"),
 ]
@@ -44,7 +44,7 @@ def test_loader_reads_the_official_schema(fixture_file):
     data = longmemeval.load_longmemeval(fixture_file)
     assert [c.name for c in data.corpora] == ["q1", "q2_abs"]
     first = data.corpora[0]
-    assert [u.key for u in first.units] == ["s1:0", "s1:1", "s2:0"]  # the empty turn is not stored
+    assert [u.key for u in first.units] == ["s1:0", "s1:1", "s2:0"]  # turns that show nothing are not stored
     draft = first.units[0].draft
     assert (draft["speaker"], draft["role"], draft["session"], draft["session_time"]) == \
            ("user", "user", "s1", "2023-05-20T02:21:00")

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..store.validate import shows_nothing
 from . import metrics, summary
 from .baselines import format_turn, readable_time
 from .records import CURVE_K, Corpus, Query, QuestionRun, SystemRun, Unit
@@ -117,7 +118,7 @@ def haystack(item: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]:
             source = f"{session_id}:{j}"
             if turn.get("has_answer"):
                 gold.add(source)
-            if not str(turn.get("content", "")).strip():
+            if shows_nothing(str(turn.get("content", ""))):  # the store refuses it (a lone U+200B)
                 continue
             drafts.append({"text": turn["content"], "role": turn["role"], "speaker": turn["role"],
                            "session": str(session_id), "session_time": iso_date(date), "seq": j,
