@@ -48,8 +48,6 @@ KS = (5, 10)
 HALVES = ("even", "odd")  # a question's index in the file: tune on one half, report the other
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class Padding:
     """How many sessions of other questions' haystacks each haystack gains (0: none), and the

@@ -48,7 +48,8 @@ _SHORT = {"recall": "R", "all": "all", "hit": "hit", "sentence_recall": "sentR",
           "ingest_ms_per_turn": "ingest ms/turn", "llm_calls": "LLM calls",
           "llm_tokens": "LLM tokens", "mrr": "MRR", "ingest_s_per_question": "ingest s/q",
           "ingest_turns_per_s": "ingest turns/s", "no_answer_auroc": "no-ans AUROC",
-          "session_ndcg@10": "sess nDCG@10"}
+          "session_ndcg@10": "sess nDCG@10", "turn_any": "turn any", "turn_all": "turn all",
+          "session_any": "sess any"}
 
 
 def versions() -> dict[str, str | None]:
