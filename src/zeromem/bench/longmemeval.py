@@ -13,7 +13,8 @@ Metrics (``k`` = 10 unless asked otherwise):
   turn in the evidence (up to 20 turns), gold = ``answer_session_ids``;
 - ``no_answer_auroc``: abstention questions (ids ending in ``_abs``) against the others, by the
   engine's no-answer score;
-- ``ingest_s_per_question``, ``latency_ms_p50``.
+- ``ingest_s_per_question``, ``ingest_turns_per_s`` (turns stored and indexed per second of
+  ingest), ``latency_ms_p50`` / ``_p95``.
 By ``question_type`` in ``by_category``; by the parity of the question's index in the file in
 ``by_half`` / ``by_half_category`` (a subset taken with an odd stride keeps each question's
 half). Abstention questions count only for the AUROC.
