@@ -196,6 +196,11 @@ def longmemeval_command(
     data: Annotated[Path, typer.Option("--data", metavar="FILE",
                                        help="LongMemEval JSON (.json or .json.gz), official schema")],
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="the first N questions only")] = None,
+    pad_sessions: Annotated[int, typer.Option(
+        "--pad-sessions", min=0, metavar="N",
+        help="pad each haystack with N sessions of the other questions' haystacks (never answer "
+             "sessions), merged by date; 450 gives LongMemEval-M's size (~500 sessions)")] = 0,
+    pad_seed: Annotated[int, typer.Option("--pad-seed", help="seed of the padding draw")] = 0,
     k: K = 10, systems: Systems = DEFAULT_SYSTEMS, json_out: JsonOut = None,
     plot_out: PlotOut = None, no_graph: NoGraph = False, no_hierarchy: NoHierarchy = False,
     no_closure: NoClosure = False, no_calibration: NoCalibration = False,
@@ -205,14 +210,16 @@ def longmemeval_command(
     from . import longmemeval
 
     config = _config(no_graph, no_hierarchy, no_closure, no_calibration, top_k_primary)
+    padding = longmemeval.Padding(pad_sessions, pad_seed)
 
     def build() -> tuple[list[Any], dict[str, Any]]:
-        loaded = longmemeval.load_longmemeval(data, limit)
+        loaded = longmemeval.load_longmemeval(data, limit, padding)
         return loaded.corpora, loaded.report()
 
     _run("longmemeval", build, longmemeval.system_report, k=k, systems=systems, ablations=ablations,
          config=config, reader=None, json_out=json_out, plot_out=plot_out, progress=progress,
-         extra={"data": [str(data)], "limit": limit})
+         extra={"data": [str(data)], "limit": limit,
+                "pad": {"sessions": pad_sessions, "seed": pad_seed}})
 
 
 @bench_app.command("memdaily")

@@ -13,10 +13,19 @@ Metrics (``k`` = 10 unless asked otherwise):
   turn in the evidence (up to 20 turns), gold = ``answer_session_ids``;
 - ``no_answer_auroc``: abstention questions (ids ending in ``_abs``) against the others, by the
   engine's no-answer score;
-- ``ingest_s_per_question``, ``latency_ms_p50``.
+- ``ingest_s_per_question``, ``ingest_turns_per_s`` (turns stored and indexed per second of
+  ingest), ``latency_ms_p50`` / ``_p95``.
 By ``question_type`` in ``by_category``; by the parity of the question's index in the file in
 ``by_half`` / ``by_half_category`` (a subset taken with an odd stride keeps each question's
 half). Abstention questions count only for the AUROC.
+
+Padding (:class:`Padding`, ``--pad-sessions N``) grows each haystack towards LongMemEval-M
+(~500 sessions) with N sessions of the other questions' haystacks in the same file: drawn with a
+seed of their own per question (the same draw whatever ``--limit``), never an answer session of
+any question nor a session holding an answer-bearing turn (it could contradict or answer another
+question's facts), never a session id the haystack already has, never dated after the question.
+They keep their own dates and are merged into the haystack by date. Only the target's own
+turns are gold.
 """
 
 from __future__ import annotations
@@ -25,11 +34,13 @@ import datetime as dt
 import gzip
 import json
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..store.validate import shows_nothing
 from . import metrics, summary
 from .baselines import format_turn, readable_time
 from .records import CURVE_K, Corpus, Query, QuestionRun, SystemRun, Unit
@@ -38,16 +49,47 @@ KS = (5, 10)
 HALVES = ("even", "odd")  # a question's index in the file: tune on one half, report the other
 
 
+@dataclass(frozen=True, slots=True)
+class Padding:
+    """How many sessions of other questions' haystacks each haystack gains (0: none), and the
+    seed of the draw."""
+
+    sessions: int = 0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.sessions < 0:
+            raise ValueError(f"pad sessions must be 0 or more, got {self.sessions}")
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """One haystack session: its id, LongMemEval date (and the same as ISO 8601), and turns."""
+
+    session_id: str
+    date: str
+    moment: str
+    turns: list[dict[str, Any]]
+
+
 @dataclass(slots=True)
 class LongMemEvalData:
     corpora: list[Corpus]
     file: str
     turns: int = 0
+    sessions: int = 0
     types: dict[str, int] = field(default_factory=dict)
+    padding: Padding = field(default_factory=Padding)
+    short: list[str] = field(default_factory=list)  # questions that got fewer pad sessions
 
     def report(self) -> dict[str, Any]:
+        haystacks = max(len(self.corpora), 1)
         return {"files": [self.file], "questions": self.types, "turns": self.turns,
-                "haystacks": len(self.corpora)}
+                "haystacks": len(self.corpora),
+                "sessions_per_question": round(self.sessions / haystacks, 1),
+                "turns_per_question": round(self.turns / haystacks, 1),
+                "pad": {"sessions": self.padding.sessions, "seed": self.padding.seed,
+                        "short": self.short}}
 
 
 def read_items(path: str | Path) -> list[dict[str, Any]]:
@@ -75,7 +117,7 @@ def haystack(item: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]:
             source = f"{session_id}:{j}"
             if turn.get("has_answer"):
                 gold.add(source)
-            if not str(turn.get("content", "")).strip():
+            if shows_nothing(str(turn.get("content", ""))):  # the store refuses it (a lone U+200B)
                 continue
             drafts.append({"text": turn["content"], "role": turn["role"], "speaker": turn["role"],
                            "session": str(session_id), "session_time": iso_date(date), "seq": j,
@@ -83,11 +125,78 @@ def haystack(item: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]:
     return drafts, gold
 
 
-def load_longmemeval(path: str | Path, limit: int | None = None) -> LongMemEvalData:
-    items = read_items(path)[:limit] if limit else read_items(path)
-    data = LongMemEvalData([], str(path))
+def sessions_of(item: dict[str, Any]) -> list[Session]:
+    """The question's haystack sessions in file order."""
+    return [Session(str(session_id), str(date), iso_date(date), list(turns)) for session_id, date, turns
+            in zip(item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"])]
+
+
+def pad_pool(items: Sequence[dict[str, Any]]) -> list[Session]:
+    """Every session of the file that may pad a haystack, in file order, each id once (its
+    first occurrence: a session shared by two haystacks may carry two dates)."""
+    answers = {str(s) for item in items for s in item.get("answer_session_ids") or ()}
+    pool: dict[str, Session] = {}
+    for item in items:
+        for session in sessions_of(item):
+            if session.session_id in answers or session.session_id in pool:
+                continue
+            if any(turn.get("has_answer") for turn in session.turns):
+                continue
+            pool[session.session_id] = session
+    return list(pool.values())
+
+
+def pad_sessions(item: dict[str, Any], pool: Sequence[Session], padding: Padding) -> list[Session]:
+    """The sessions drawn for ``item`` (sorted by date): ``padding.sessions`` of them, or all the
+    pool allows (see the module docstring)."""
+    if padding.sessions == 0:
+        return []
+    own = {str(s) for s in item["haystack_session_ids"]}
+    asked = iso_date(item["question_date"]) if item.get("question_date") else None
+    candidates = [s for s in pool if s.session_id not in own and (asked is None or s.moment <= asked)]
+    # A string seed hashes the same in every process (unlike hash()): the draw is reproducible.
+    rng = random.Random(f"{padding.seed}:{item.get('question_id')}")
+    drawn = rng.sample(candidates, min(padding.sessions, len(candidates)))
+    return sorted(drawn, key=lambda s: (s.moment, s.session_id))
+
+
+def padded(item: dict[str, Any], pads: Sequence[Session]) -> dict[str, Any]:
+    """``item`` with ``pads`` merged into its haystack by date.
+
+    The haystack's own order is kept: LongMemEval-S orders sessions by day but not always by
+    time within a day, so a pad goes before the first own session dated later than it.
+    """
+    if not pads:
+        return item
+    merged: list[Session] = []
+    next_pad = 0
+    for session in sessions_of(item):
+        while next_pad < len(pads) and pads[next_pad].moment < session.moment:
+            merged.append(pads[next_pad])
+            next_pad += 1
+        merged.append(session)
+    merged.extend(pads[next_pad:])
+    return {**item, "haystack_session_ids": [s.session_id for s in merged],
+            "haystack_dates": [s.date for s in merged],
+            "haystack_sessions": [s.turns for s in merged]}
+
+
+def load_longmemeval(path: str | Path, limit: int | None = None,
+                     padding: Padding | None = None) -> LongMemEvalData:
+    """One corpus per question of the file (the first ``limit``), each haystack padded as
+    ``padding`` says (from the whole file, whatever ``limit``)."""
+    padding = padding or Padding()
+    every = read_items(path)
+    items = every[:limit] if limit else every
+    pool = pad_pool(every) if padding.sessions else []
+    data = LongMemEvalData([], str(path), padding=padding)
     for index, item in enumerate(items):
-        drafts, gold = haystack(item)
+        pads = pad_sessions(item, pool, padding)
+        if len(pads) < padding.sessions:
+            data.short.append(str(item.get("question_id") or index))
+        grown = padded(item, pads)
+        data.sessions += len(grown["haystack_session_ids"])
+        drafts, gold = haystack(grown)
         kind = str(item.get("question_type") or "all")
         qid = str(item.get("question_id") or index)
         abstain = qid.endswith("_abs")
@@ -143,6 +252,8 @@ def system_report(result: SystemRun, k: int, reader_model: str | None = None) ->
     overall.update(summary.cost_block(result))
     questions = max(len(result.runs), 1)
     overall["ingest_s_per_question"] = round(result.ingest_ms / 1000 / questions, 3)
+    overall["ingest_turns_per_s"] = round(result.turns / (result.ingest_ms / 1000), 1) \
+        if result.ingest_ms else None
     abstention = summary.no_answer_block(
         [r for r in result.runs if r.query.scored or r.query.extra["abstention"]],
         lambda r: bool(r.query.extra["abstention"]), result.no_answer_threshold)

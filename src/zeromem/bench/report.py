@@ -33,7 +33,8 @@ _QUALITY = {
     "hotpotqa": ("recall@2", "recall@5", "recall@{k}", "all@2", "all@5", "all@{k}",
                  "sentence_recall@{k}", "mrr", "answer_in_context"),
     "longmemeval": ("turn_any@{k}", "turn_all@{k}", "session_any@5", "session_any@10",
-                    "session_ndcg@10", "no_answer_auroc", "ingest_s_per_question"),
+                    "session_ndcg@10", "no_answer_auroc", "ingest_s_per_question",
+                    "ingest_turns_per_s"),
     "memdaily": ("recall@1", "recall@3", "all@5", "hit@1", "hit@3", "mrr"),
 }
 # The per-category table's metric (recall@k unless named here).
@@ -45,7 +46,10 @@ _SHORT = {"recall": "R", "all": "all", "hit": "hit", "sentence_recall": "sentR",
           "latency_ms_p50": "p50 ms", "latency_ms_p95": "p95 ms",
           "latency_ms_p50_no_encode": "p50 no-enc", "latency_ms_p95_no_encode": "p95 no-enc",
           "ingest_ms_per_turn": "ingest ms/turn", "llm_calls": "LLM calls",
-          "llm_tokens": "LLM tokens", "mrr": "MRR"}
+          "llm_tokens": "LLM tokens", "mrr": "MRR", "ingest_s_per_question": "ingest s/q",
+          "ingest_turns_per_s": "ingest turns/s", "no_answer_auroc": "no-ans AUROC",
+          "session_ndcg@10": "sess nDCG@10", "turn_any": "turn any", "turn_all": "turn all",
+          "session_any": "sess any"}
 
 
 def versions() -> dict[str, str | None]:
@@ -136,12 +140,28 @@ def _system_table(document: dict[str, Any], title: str, columns: Sequence[str]) 
     return table
 
 
+def _haystack_line(data: dict[str, Any]) -> str | None:
+    """What each memory held, for benchmarks with one haystack per question (and its padding)."""
+    if "sessions_per_question" not in data:
+        return None
+    pad = data.get("pad") or {}
+    line = (f"{data.get('haystacks')} haystacks: {data['sessions_per_question']} sessions, "
+            f"{data.get('turns_per_question')} turns per question (mean); "
+            f"padding N={pad.get('sessions', 0)} (seed {pad.get('seed', 0)})")
+    if pad.get("short"):
+        line += f", {len(pad['short'])} questions got fewer (too few older sessions in the file)"
+    return line
+
+
 def print_tables(document: dict[str, Any], console: Console | None = None) -> None:
     """Quality and cost tables (one row per system), per-category recall@k, and — when any
     system has them — no-answer detection and reader scores."""
     console = console or Console(width=None if sys.stdout.isatty() else 120)
     benchmark, k = document["benchmark"], document["k"]
     quality = list(dict.fromkeys(c.format(k=k) for c in _QUALITY.get(benchmark, _QUALITY["locomo"])))
+    haystacks = _haystack_line(document.get("data") or {})
+    if haystacks:
+        console.print(haystacks)
     console.print(_system_table(document, f"{benchmark}: retrieval quality, k={k} "
                                           "(percent; MRR 0–1)", quality))
     console.print(_system_table(document, f"{benchmark}: cost per query (ms; context tokens: "

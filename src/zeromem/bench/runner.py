@@ -36,8 +36,9 @@ __all__ = ["CURVE_K", "Corpus", "Query", "QueryResult", "QuestionRun", "System",
            "elapsed_ms", "execute", "make_systems", "run_benchmark", "run_reader"]
 
 
-def make_systems(names: Sequence[str], config: Any = None) -> list[System]:
-    """Instantiate systems by name: zeromem variants and the baselines (one shared index set)."""
+def make_systems(names: Sequence[str], config: Any = None, *, progress: bool = False) -> list[System]:
+    """Instantiate systems by name: zeromem variants and the baselines (one shared index set);
+    ``progress``: zeromem shows a bar while it indexes a corpus."""
     from ..config import Config
     from .baselines import BASELINES, TurnIndexes
     from .zeromem_system import ABLATIONS, ZeromemSystem
@@ -47,7 +48,7 @@ def make_systems(names: Sequence[str], config: Any = None) -> list[System]:
     systems: list[System] = []
     for name in names:
         if name in ABLATIONS:
-            systems.append(ZeromemSystem(name, config))
+            systems.append(ZeromemSystem(name, config, progress=progress))
         elif name in BASELINES:
             shared = shared or TurnIndexes(config.encoders)
             systems.append(BASELINES[name](shared))
@@ -124,7 +125,7 @@ def execute(benchmark: str, corpora: Sequence[Corpus], system_names: Sequence[st
     from . import report
 
     tokenizer, count_tokens = load_token_counter()
-    systems = make_systems(system_names, config)
+    systems = make_systems(system_names, config, progress=progress)
     results = run_benchmark(corpora, systems, k, count_tokens=count_tokens, progress=progress)
     model = getattr(reader, "model", None) if reader is not None else None
     if reader is not None:

@@ -37,10 +37,15 @@ def retrieval_config(base: RetrievalConfig, variant: str) -> RetrievalConfig:
 class ZeromemSystem:
     """One memory file per corpus, in a private temporary folder removed by ``close``."""
 
-    def __init__(self, name: str = "zeromem", config: Config | None = None) -> None:
+    def __init__(self, name: str = "zeromem", config: Config | None = None, *,
+                 progress: bool = False) -> None:
         base = config or Config()
         self.name = name
-        self.config = replace(base, retrieval=retrieval_config(base.retrieval, name))
+        # Traces are stored first and derived by one index() call: the same work as deriving
+        # on write, but index() can show a progress bar (a 5,000-turn haystack takes minutes).
+        self.config = replace(base, retrieval=retrieval_config(base.retrieval, name),
+                              index_on_write=False)
+        self.progress = progress
         self._folder = tempfile.TemporaryDirectory(prefix="zeromem-bench-")
         self._memories: dict[str, Any] = {}
         self._created = 0
@@ -56,8 +61,7 @@ class ZeromemSystem:
         self._warm(mem)
         start = time.perf_counter()
         mem.add_many([unit.draft for unit in units], user=corpus)
-        if hasattr(mem, "index"):
-            mem.index(user=corpus)
+        mem.index(user=corpus, progress=self.progress)
         return elapsed_ms(start)
 
     def _warm(self, mem: Any) -> None:
