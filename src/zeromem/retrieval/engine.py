@@ -26,7 +26,13 @@ from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, EncoderFailure
 from ..encoders.entities import normalize_title
 from ..indexes.topk import top_indices
-from ..lifecycle.supersede import ValueCandidate, asks_earlier_state, newest_value_first, states_value
+from ..lifecycle.supersede import (
+    VALUE_UPDATE_COVERAGE,
+    ValueCandidate,
+    asks_earlier_state,
+    newest_value_first,
+    states_value,
+)
 from ..types import Evidence, Provenance
 from ..views.graph import align_entities, query_ngrams
 from ..views.hierarchy import LEVEL_WEIGHTS, hierarchy_scores
@@ -429,8 +435,9 @@ def _newest_value_first(prep: PreparedScope, ranked: list, weights: dict[str, fl
         terms = prep.turn_terms[node]
         coverage = sum(w for t, w in weights.items() if t in terms) / total
         order = (prep.turn_time[node], prep.trace(node).seq, int(prep.turn_rowid[node]))
-        candidates.append(ValueCandidate(prep.turn_speaker[node], order, coverage,
-                                         states_value(prep.turn_text[node])))
+        # The regex reads the whole turn: only for turns that can count.
+        value = coverage >= VALUE_UPDATE_COVERAGE and states_value(prep.turn_text[node])
+        candidates.append(ValueCandidate(prep.turn_speaker[node], order, coverage, value))
     return [ranked[i] for i in newest_value_first(candidates)]
 
 
