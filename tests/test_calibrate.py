@@ -1,10 +1,21 @@
+import dataclasses
 import datetime as dt
+import math
 
 import numpy as np
 
 from zeromem.encoders.timexpr import TimeSpan, parse_absolute
 from zeromem.lifecycle.supersede import state_assertions, supersession
-from zeromem.retrieval.calibrate import SUBJECT_PENALTY, TIME_PENALTY, no_answer_score, subject_compat, time_compat
+from zeromem.retrieval import calibrate
+from zeromem.retrieval.calibrate import (
+    SUBJECT_PENALTY,
+    TIME_PENALTY,
+    NoAnswerInputs,
+    keyword_coverage,
+    no_answer_score,
+    subject_compat,
+    time_compat,
+)
 
 
 def test_state_assertions_and_newest_wins():
@@ -42,7 +53,27 @@ def test_time_compat_at_the_ends_of_the_calendar():
     assert np.allclose(time_compat(dates, cues), [1, 1, 1 - TIME_PENALTY])
 
 
-def test_no_answer_score_is_low_when_evidence_covers_the_query():
-    covered = no_answer_score(["pottery", "class"], ["I signed up for a pottery class"], 0.7)
-    missing = no_answer_score(["pottery", "class"], ["we went hiking"], 0.2)
-    assert covered < 0.2 < 0.9 < missing
+def test_keyword_coverage_counts_keywords_by_their_first_five_letters():
+    assert keyword_coverage(["pottery", "classes", "at"], ["I signed up for a pottery class"]) == 1.0
+    assert keyword_coverage(["pottery", "hiking"], ["we went to pottery"]) == 0.5
+    assert keyword_coverage(["at", "in"], ["anything"]) == 1.0  # no keyword longer than 2 characters
+
+
+def test_no_answer_score_is_the_documented_logistic_model():
+    x = NoAnswerInputs(keyword_coverage=0.5, term_coverage=0.25, unseen_terms=0.1, top_cosine=0.6,
+                       names_missing=0.5, off_subject=1 / 3)
+    z = (calibrate.NA_BIAS + calibrate.NA_KEYWORD_COVERAGE * 0.5 + calibrate.NA_TERM_COVERAGE * 0.25
+         + calibrate.NA_UNSEEN_TERMS * 0.1 + calibrate.NA_TOP_COSINE * 0.6
+         + calibrate.NA_NAMES_MISSING * 0.5 + calibrate.NA_OFF_SUBJECT / 3)
+    assert no_answer_score(x) == round(1 / (1 + math.exp(-z)), 6)
+    assert 0.0 < no_answer_score(x) < 1.0
+
+
+def test_no_answer_score_falls_with_coverage_and_similarity_and_rises_off_subject():
+    found = NoAnswerInputs(keyword_coverage=1.0, term_coverage=1.0, unseen_terms=0.0, top_cosine=0.8,
+                           names_missing=0.0, off_subject=0.0)
+    missing = NoAnswerInputs(keyword_coverage=0.0, term_coverage=0.0, unseen_terms=0.5, top_cosine=0.1,
+                             names_missing=1.0, off_subject=0.0)
+    assert no_answer_score(found) < calibrate.NO_ANSWER_THRESHOLD <= no_answer_score(missing)
+    someone_else = dataclasses.replace(found, off_subject=1.0)
+    assert no_answer_score(someone_else) > no_answer_score(found)

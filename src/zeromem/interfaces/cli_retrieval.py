@@ -16,6 +16,7 @@ from ..ingest import load_file
 from ..ingest.locomo import LocomoQuestion, locomo_questions
 from ..memory import Memory
 from ..reader.base import usage
+from ..retrieval.calibrate import NO_ANSWER_THRESHOLD
 from ..retrieval.engine import SearchResult
 from .cli_common import (
     AgentOption,
@@ -33,10 +34,11 @@ from .cli_common import (
 # examples/locomo_moving_city.json in the repository is the same file.
 EXAMPLE = "locomo_moving_city.json"
 NO_ANSWER_NOTE = (
-    "no_answer_score (0 to 1) says how weakly the evidence found covers the question: 0 when the "
-    "top turns contain every content word of the question and are close in meaning, 1 when they "
-    "contain none. A high score (say above 0.5) hints that the memory holds no answer, as for an "
-    "adversarial question; it is a signal to set a threshold on, not a verdict.")
+    "no_answer_score (0 to 1) says how likely the memory holds no answer: a logistic model of how "
+    "much of the question the best turns cover, how close in meaning they are, whether they contain "
+    "the names it asks about and whether they were said by the person it asks about "
+    f"(zeromem.retrieval.calibrate). At or above {NO_ANSWER_THRESHOLD} the memory probably "
+    "holds no answer, as for an adversarial question; it is a signal, not a verdict.")
 
 
 @contextlib.contextmanager

@@ -95,8 +95,9 @@ class Recalled(BaseModel):
     query: str
     evidence: list[EvidenceItem] = Field(description="best first")
     no_answer_score: float = Field(
-        description="0..1; high when the best evidence covers few of the query's words and is "
-                    "semantically far, i.e. memory probably holds no answer")
+        description="0..1; how likely memory holds no answer (the evidence covers little of the "
+                    "query, is far in meaning, misses its names or was said by someone else); "
+                    "at or above zeromem.retrieval.calibrate.NO_ANSWER_THRESHOLD: probably none")
 
 
 class ContextBlock(BaseModel):

@@ -26,10 +26,17 @@ from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, EncoderFailure
 from ..encoders.entities import normalize_title
 from ..indexes.topk import top_indices
+from ..lifecycle.supersede import (
+    VALUE_UPDATE_COVERAGE,
+    ValueCandidate,
+    asks_earlier_state,
+    newest_value_first,
+    states_value,
+)
 from ..types import Evidence, Provenance
 from ..views.graph import align_entities, query_ngrams
 from ..views.hierarchy import LEVEL_WEIGHTS, hierarchy_scores
-from .calibrate import no_answer_score, time_compat
+from .calibrate import NoAnswerInputs, keyword_coverage, no_answer_score, time_compat
 from .closure import closure_candidates
 from .fuse import fuse, normalize_live
 from .prepared import PreparedScope
@@ -157,7 +164,7 @@ class Engine:
             **{f"h_{lvl}": float(v[node]) for lvl, v in views.lifted.items()},
             "dense_cosine": float(views.dense_cosine[node]), "compatibility": float(compat[node]),
             "route": plan.primary, "small_scope": small}) for node, (value, reason) in ranked]
-        no_answer = _no_answer(prep, profile, views, [node for node, _ in ranked[:3]])
+        no_answer = _no_answer(prep, profile, views, [node for node, _ in ranked[:3]], qtokens, weights)
         return SearchResult(evidence, profile, plan, no_answer, _timings(t0, t_enc))
 
     def _views(self, prep: PreparedScope, query: str, qvec: np.ndarray | None, qtokens: list[str],
@@ -274,6 +281,8 @@ class Engine:
         if cfg.use_calibration:
             ranked = _newest_state_first(_with_current_states(ranked, superseded, eligible, budget),
                                          superseded)
+            if not asks_earlier_state(profile.text):
+                ranked = _newest_value_first(prep, ranked, weights)
         return ranked, superseded
 
     def _evidence(self, prep: PreparedScope, node: int, score: float, reason: str,
@@ -302,14 +311,31 @@ def _role_prior(prep: PreparedScope, profile: QueryProfile) -> np.ndarray | None
     return np.where(prep.by_user, 1.0, 1 - ASKER_ROLE_PENALTY)
 
 
-def _no_answer(prep: PreparedScope, profile: QueryProfile, views: _TurnViews, top_nodes: list[int]) -> float:
-    """How likely memory holds no answer: the query's keywords against the best three turns
-    and their neighbours, and the best turn's cosine."""
+def _no_answer(prep: PreparedScope, profile: QueryProfile, views: _TurnViews, top_nodes: list[int],
+               qtokens: list[str], weights: dict[str, float]) -> float:
+    """How likely memory holds no answer (``calibrate.no_answer_score``), from the best three
+    evidence turns (and their neighbours, for keywords) against the query."""
     prev_turn, next_turn = prep.hier.prev_turn.view(), prep.hier.next_turn.view()
     texts = [prep.turn_lower[j] for i in top_nodes
              for j in (int(prev_turn[i]), i, int(next_turn[i])) if j >= 0]
-    return no_answer_score(profile.keywords, texts,
-                           float(views.dense_cosine[top_nodes[0]]) if top_nodes else 0.0)
+    blob = " ".join(texts)
+    names = [name.lower() for name in profile.names]
+    total = sum(weights.values())
+    found = frozenset().union(*(prep.turn_terms[i] for i in top_nodes))
+    distinct = set(qtokens)
+    off_subject = 0.0
+    if profile.subject and len(profile.mentioned_speakers) < 2 and top_nodes:
+        first = profile.subject.split()[0].lower()
+        off_subject = sum(not (prep.turn_speaker[i] or "").lower().startswith(first)
+                          for i in top_nodes) / len(top_nodes)
+    inputs = NoAnswerInputs(
+        keyword_coverage=keyword_coverage(profile.keywords, texts),
+        term_coverage=sum(w for t, w in weights.items() if t in found) / total if total else 0.0,
+        unseen_terms=sum(1 for t in distinct if t not in weights) / len(distinct) if distinct else 0.0,
+        top_cosine=float(np.clip(views.dense_cosine[top_nodes[0]], 0.0, 1.0)) if top_nodes else 0.0,
+        names_missing=sum(name not in blob for name in names) / len(names) if names else 0.0,
+        off_subject=off_subject)
+    return no_answer_score(inputs)
 
 
 def _settle(scores: np.ndarray) -> np.ndarray:
@@ -423,6 +449,22 @@ def _with_current_states(ranked: list, superseded_by: dict[int, int], eligible: 
             out.append((newer, (0.0, "current state")))
             shown.add(newer)
     return out
+
+
+def _newest_value_first(prep: PreparedScope, ranked: list, weights: dict[str, float]) -> list:
+    """Successive values of what the question asks, newest first (``supersede.newest_value_first``)."""
+    total = sum(weights.values())
+    if len(ranked) < 2 or not total:
+        return ranked
+    candidates = []
+    for node, _ in ranked:
+        terms = prep.turn_terms[node]
+        coverage = sum(w for t, w in weights.items() if t in terms) / total
+        order = (prep.turn_time[node], prep.trace(node).seq, int(prep.turn_rowid[node]))
+        # The regex reads the whole turn: only for turns that can count.
+        value = coverage >= VALUE_UPDATE_COVERAGE and states_value(prep.turn_text[node])
+        candidates.append(ValueCandidate(prep.turn_speaker[node], order, coverage, value))
+    return [ranked[i] for i in newest_value_first(candidates)]
 
 
 def _newest_state_first(ranked: list, superseded_by: dict[int, int]) -> list:
