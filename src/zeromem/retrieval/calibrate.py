@@ -100,7 +100,7 @@ class NoAnswerInputs:
 # Logistic model of "no answer": score = σ(NA_BIAS + Σ weight · input). Fitted on half A of
 # both benchmarks' dev data (LoCoMo conversations 26 and 30: adversarial vs answerable;
 # LongMemEval-S dev questions at even positions: abstention vs answerable), each benchmark
-# weighted equally, L2 0.1; docs/decisions.md, "No-answer score (issue 29)".
+# weighted equally, L2 0.1; docs/decisions.md#d-040.
 NA_BIAS = 3.026
 NA_KEYWORD_COVERAGE = 2.556  # > 0 only beside NA_TERM_COVERAGE: the two overlap (see docs)
 NA_TERM_COVERAGE = -6.194  # the question's rare words in the evidence: an answer is there

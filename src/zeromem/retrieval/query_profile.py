@@ -17,7 +17,7 @@ from ..encoders.timexpr import TimeSpan, parse_absolute, resolve_relative
 
 @dataclass
 class QueryProfile:
-    """φ(q): what a query asks, from its text and the scope's speakers (SPEC §2.4)."""
+    """φ(q): what a query asks, from its text and the scope's speakers (docs/design.md#query-profile-and-routing)."""
 
     text: str
     words: list[str]
