@@ -31,6 +31,9 @@ BENCHMARKS = ("locomo", "hotpotqa", "longmemeval", "memdaily")
 # halves, of the dev file's questions: index i with i % LME_STRIDE in LME_KEEP.
 LME_STRIDE = 8
 LME_KEEP = (0, 1)
+# MemDaily: one small memory per trajectory (~0.7 s each on a busy machine): the first
+# MEMDAILY_PER_FILE trajectories of each of its 26 files.
+MEMDAILY_PER_FILE = 6
 
 
 @dataclass(slots=True)
@@ -79,7 +82,7 @@ def corpora_of(benchmark: str, data: Path) -> tuple[list[Corpus], list[int]]:
         return [c for _, c in kept], [i % 2 for i, _ in kept]
     if benchmark == "memdaily":
         from .memdaily import load_memdaily
-        corpora = load_memdaily([data / "memdaily"]).corpora
+        corpora = load_memdaily([data / "memdaily"], limit=MEMDAILY_PER_FILE).corpora
         return corpora, [-1] * len(corpora)  # folded by the trajectory's half (A / B)
     raise ValueError(f"unknown benchmark {benchmark!r}; known: {', '.join(BENCHMARKS)}")
 

@@ -31,6 +31,10 @@ PARAMS: dict[str, Any] = {
     "verbose": -1,
 }
 ROUNDS = 200
+# The trees refine the hand-tuned order rather than learn it again: each candidate starts from
+# START_WEIGHT × (1 − hand_rank) (hand_rank: its place in the hand-tuned evidence / k, 1 when
+# not returned), LightGBM's init_score, stored as the model's linear term.
+START_WEIGHT = 0.0
 
 # The numbers each benchmark headlines, read from a ranking: (name, kind, cut-off, category).
 HEADLINES: dict[str, tuple[tuple[str, str, int, str | None], ...]] = {
@@ -63,7 +67,8 @@ def subset(pools: Pools, keep_questions: np.ndarray) -> Pools:
                  pools.category[keep_questions], pools.fold[keep_questions], pools.n_gold[keep_questions])
 
 
-def train(pools: Pools, params: Mapping[str, Any] | None = None, rounds: int = ROUNDS) -> dict[str, Any]:
+def train(pools: Pools, params: Mapping[str, Any] | None = None, rounds: int = ROUNDS,
+          start_weight: float = START_WEIGHT) -> dict[str, Any]:
     """A LambdaMART model of ``pools`` as a JSON-ready document (learned.py's format).
     Questions without a gold turn in their pool teach nothing and are left out."""
     import lightgbm as lgb
@@ -71,15 +76,19 @@ def train(pools: Pools, params: Mapping[str, Any] | None = None, rounds: int = R
     positive = np.bincount(pools.query, weights=pools.label, minlength=len(pools.qid)) > 0
     kept = subset(pools, positive)
     sizes = np.bincount(kept.query, minlength=len(kept.qid))
+    # −w × hand_rank ranks as w × (1 − hand_rank) does: a constant shift changes no order
+    linear = {"hand_rank": -start_weight} if start_weight else {}
+    start = kept.features[:, FEATURES.index("hand_rank")] * -start_weight if start_weight else None
     dataset = lgb.Dataset(kept.features, label=kept.label.astype(np.float64), group=sizes,
-                          feature_name=list(FEATURES), free_raw_data=False,
+                          init_score=start, feature_name=list(FEATURES), free_raw_data=False,
                           params={"verbose": -1, "max_bin": 255, "seed": 29})
     booster = lgb.train(dict(params or PARAMS), dataset, num_boost_round=rounds)
     return to_document(booster.dump_model(), {"rounds": rounds, "questions": len(kept.qid),
-                                              "rows": len(kept.label)})
+                                              "rows": len(kept.label)}, linear)
 
 
-def to_document(dump: Mapping[str, Any], about: Mapping[str, Any]) -> dict[str, Any]:
+def to_document(dump: Mapping[str, Any], about: Mapping[str, Any],
+                linear: Mapping[str, float] | None = None) -> dict[str, Any]:
     """LightGBM's ``dump_model()`` as flat node arrays per tree (learned.py's format)."""
     names = list(dump["feature_names"])
     if tuple(names) != FEATURES:
@@ -90,7 +99,8 @@ def to_document(dump: Mapping[str, Any], about: Mapping[str, Any]) -> dict[str, 
         tree: dict[str, list[Any]] = {"feature": [], "threshold": [], "left": [], "right": [], "value": []}
         depth = max(depth, _flatten(info["tree_structure"], tree, 0))
         trees.append(tree)
-    return {"format": FORMAT, "features": names, "depth": depth, "trees": trees, "about": dict(about)}
+    return {"format": FORMAT, "features": names, "depth": depth, "trees": trees, "about": dict(about),
+            "linear": dict(linear or {})}
 
 
 def _flatten(node: Mapping[str, Any], tree: dict[str, list[Any]], level: int) -> int:

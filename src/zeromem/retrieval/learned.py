@@ -4,7 +4,8 @@ The model is a JSON file of regression trees (exported from LightGBM's LambdaMAR
 ``zeromem bench train-ranker``); scoring needs numpy only, so the core install stays free of
 LightGBM and scikit-learn. A tree is stored as parallel node arrays: ``feature`` (-1 at a
 leaf), ``threshold`` (go left when the value is ≤ it), ``left``, ``right`` and ``value`` (a
-leaf's output). All trees are walked at once, one depth level per step.
+leaf's output). All trees are walked at once, one depth level per step. An optional ``linear``
+map (feature → weight) is the score the trees start from (the trainer's initial score).
 
 The shipped model is checked against :data:`SHIPPED_SHA256` when it is loaded: a file that
 does not match is an error, never a silently different ranking.
@@ -37,6 +38,7 @@ class TreeModel:
     right: np.ndarray  # (trees, nodes) int64
     value: np.ndarray  # (trees, nodes) float64
     depth: int
+    linear: np.ndarray  # (features,) a linear term added to the trees' sum (the start they refine)
 
     def score(self, matrix: np.ndarray) -> np.ndarray:
         """One score per row of ``matrix`` (columns in ``features`` order)."""
@@ -44,8 +46,9 @@ class TreeModel:
         if matrix.ndim != 2 or matrix.shape[1] != len(self.features):
             raise ValueError(f"expected a (n, {len(self.features)}) feature matrix, got {matrix.shape}")
         n, trees = matrix.shape[0], self.feature.shape[0]
+        start: np.ndarray = matrix @ self.linear
         if n == 0 or trees == 0:
-            return np.zeros(n)
+            return start
         rows = np.arange(trees)[:, None]
         cols = np.arange(n)[None, :]
         node = np.zeros((trees, n), dtype=np.int64)
@@ -55,7 +58,7 @@ class TreeModel:
             value = matrix[cols, np.maximum(feature, 0)]
             step = np.where(value <= self.threshold[rows, node], self.left[rows, node], self.right[rows, node])
             node = np.where(inner, step, node)
-        total: np.ndarray = self.value[rows, node].sum(axis=0)
+        total: np.ndarray = start + self.value[rows, node].sum(axis=0)
         return total
 
 
@@ -73,9 +76,15 @@ def from_document(document: dict) -> TreeModel:
         return out
 
     feature = padded("feature", np.int64, -1)
-    return TreeModel(tuple(document["features"]), feature, padded("threshold", np.float64, 0.0),
+    names = tuple(document["features"])
+    weights = document.get("linear") or {}
+    unknown = set(weights) - set(names)
+    if unknown:
+        raise ValueError(f"linear weights for unknown features {sorted(unknown)}")
+    linear = np.array([float(weights.get(name, 0.0)) for name in names])
+    return TreeModel(names, feature, padded("threshold", np.float64, 0.0),
                      padded("left", np.int64, 0), padded("right", np.int64, 0),
-                     padded("value", np.float64, 0.0), int(document.get("depth", width)))
+                     padded("value", np.float64, 0.0), int(document.get("depth", width)), linear)
 
 
 def load(path: str | Path, sha256: str | None = None) -> TreeModel:
