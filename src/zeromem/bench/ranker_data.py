@@ -29,7 +29,7 @@ K = 10  # one search per question; every headline cut-off (1, 2, 5, 10) is read 
 BENCHMARKS = ("locomo", "hotpotqa", "longmemeval", "memdaily")
 # LongMemEval ingests ~12 s per question (one ~500-turn memory each): a fixed subset, both
 # halves, of the dev file's questions: index i with i % LME_STRIDE in LME_KEEP.
-LME_STRIDE = 8
+LME_STRIDE = 30
 LME_KEEP = (0, 1)
 # MemDaily: one small memory per trajectory (~0.7 s each on a busy machine): the first
 # MEMDAILY_PER_FILE trajectories of each of its 26 files.
