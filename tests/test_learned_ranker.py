@@ -117,3 +117,33 @@ def test_metrics_read_the_hand_order_and_a_scored_order():
     perfect = ranker_train.rankings(pools, pools.label.astype(float))
     scores = ranker_train.metrics(pools, perfect, "memdaily")
     assert scores["hit@1"] == 100.0
+
+
+def test_a_model_that_starts_from_the_hand_order_returns_the_same_evidence(tmp_path, monkeypatch):
+    import zeromem.retrieval.engine as engine
+
+    keep_hand = from_document({"format": "zeromem-ranker/1", "features": list(FEATURES), "depth": 0,
+                               "trees": [], "linear": {"hand_rank": -1.0}})
+    monkeypatch.setattr(engine, "learned_model", lambda: keep_hand)
+    query = "Where did Melanie go camping with her kids?"
+    plain = _memory(tmp_path / "a")
+    learned = _memory(tmp_path / "b", learned_ranker=True)
+    hand = [e.text for e in plain.search(query, user="u", k=3)]
+    assert [e.text for e in learned.search(query, user="u", k=3)] == hand
+    # and a model that prefers the pool's last candidates changes the order
+    reverse = from_document({"format": "zeromem-ranker/1", "features": list(FEATURES), "depth": 0,
+                             "trees": [], "linear": {"score_rank": 1.0}})
+    monkeypatch.setattr(engine, "learned_model", lambda: reverse)
+    assert [e.text for e in learned.search(query, user="u", k=3)] != hand
+    plain.close()
+    learned.close()
+
+
+def test_no_shipped_model_is_a_clear_error(monkeypatch):
+    from zeromem.retrieval import learned
+
+    monkeypatch.setattr(learned, "SHIPPED", "no-such-ranker.json")
+    learned.shipped.cache_clear()
+    with pytest.raises(FileNotFoundError, match="train-ranker"):
+        learned.shipped()
+    learned.shipped.cache_clear()

@@ -98,5 +98,9 @@ def load(path: str | Path, sha256: str | None = None) -> TreeModel:
 @cache
 def shipped() -> TreeModel:
     """The model shipped in the package (checked against ``SHIPPED_SHA256``)."""
-    path = resources.files(__package__).joinpath(SHIPPED)
-    return load(Path(str(path)), SHIPPED_SHA256)
+    path = Path(str(resources.files(__package__).joinpath(SHIPPED)))
+    if not path.is_file() or not SHIPPED_SHA256:
+        raise FileNotFoundError(
+            f"no learned ranker is shipped ({path}): RetrievalConfig.learned_ranker needs one; "
+            "`zeromem bench train-ranker` writes it (docs/decisions.md, issue 29)")
+    return load(path, SHIPPED_SHA256)
