@@ -96,16 +96,18 @@ def test_training_twice_gives_the_same_bytes_and_lightgbms_scores():
 
     pools = _synthetic()
     params = {**ranker_train.PARAMS, "min_data_in_leaf": 5}
-    first = ranker_train.train(pools, params, rounds=20)
-    second = ranker_train.train(pools, params, rounds=20)
+    first = ranker_train.train(pools, params, rounds=20, start_weight=2.0)
+    second = ranker_train.train(pools, params, rounds=20, start_weight=2.0)
     assert ranker_train.model_bytes(first) == ranker_train.model_bytes(second)
-    # the exported trees score as LightGBM does
+    # the exported trees score as LightGBM does, from the same start
+    start = -2.0 * pools.features[:, FEATURES.index("hand_rank")]
     sizes = np.bincount(pools.query)
     booster = lgb.train(params, lgb.Dataset(pools.features, label=pools.label.astype(float), group=sizes,
-                                            feature_name=list(FEATURES),
+                                            init_score=start, feature_name=list(FEATURES),
                                             params={"verbose": -1, "max_bin": 255, "seed": 29}),
                         num_boost_round=20)
-    assert np.allclose(ranker_train.score(first, pools), booster.predict(pools.features), atol=1e-9)
+    assert np.allclose(ranker_train.score(first, pools), booster.predict(pools.features, raw_score=True) + start,
+                       atol=1e-9)
 
 
 def test_metrics_read_the_hand_order_and_a_scored_order():

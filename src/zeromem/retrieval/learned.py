@@ -1,6 +1,6 @@
 """A learned ranking stage: gradient-boosted trees over the candidate features, scored with numpy.
 
-The model is a JSON file of regression trees (exported from LightGBM's LambdaMART by
+The model is a JSON file of regression trees (exported from LightGBM's boosted trees by
 ``zeromem bench train-ranker``); scoring needs numpy only, so the core install stays free of
 LightGBM and scikit-learn. A tree is stored as parallel node arrays: ``feature`` (-1 at a
 leaf), ``threshold`` (go left when the value is ≤ it), ``left``, ``right`` and ``value`` (a
@@ -70,7 +70,7 @@ def from_document(document: dict) -> TreeModel:
     width = max((len(t["feature"]) for t in trees), default=1)
 
     def padded(key: str, dtype: type, fill: float) -> np.ndarray:
-        out = np.full((len(trees), width), fill, dtype=dtype)
+        out: np.ndarray = np.full((len(trees), width), fill, dtype=dtype)
         for i, tree in enumerate(trees):
             out[i, :len(tree[key])] = tree[key]
         return out
