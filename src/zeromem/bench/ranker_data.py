@@ -33,7 +33,7 @@ LME_STRIDE = 30
 LME_KEEP = (0, 1)
 # MemDaily: one small memory per trajectory (~0.7 s each on a busy machine): the first
 # MEMDAILY_PER_FILE trajectories of each of its 26 files.
-MEMDAILY_PER_FILE = 6
+MEMDAILY_PER_FILE = 2
 
 
 @dataclass(slots=True)

@@ -185,10 +185,16 @@ def evaluate(by_benchmark: Mapping[str, Pools], *, params: Mapping[str, Any] | N
             test = subset(pools, pools.fold == fold)
             oof[rows] = score(model, test)
         two_fold = metrics(pools, rankings(pools, oof), benchmark)
+        by_fold = {}
+        for fold in (0, 1):
+            part = subset(pools, pools.fold == fold)
+            by_fold[str(fold)] = {"hand_tuned": metrics(part, rankings(part, None), benchmark),
+                                  "learned": metrics(part, rankings(part, oof[pools.fold[pools.query] == fold]),
+                                                     benchmark)}
         others = [p for name, p in by_benchmark.items() if name != benchmark]
         lobo = metrics(pools, rankings(pools, score(train(concat(others), params, rounds), pools)),
                        benchmark) if others else {}
         report[benchmark] = {"questions": len(pools.qid), "hand_tuned": hand,
-                             "two_fold": two_fold, "leave_one_benchmark_out": lobo}
+                             "two_fold": two_fold, "leave_one_benchmark_out": lobo, "by_fold": by_fold}
         log(f"{benchmark}: hand {hand} | 2-fold {two_fold} | LOBO {lobo}")
     return report
