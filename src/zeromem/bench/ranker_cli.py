@@ -62,16 +62,18 @@ def eval_command(data: Data, cache: Cache, benchmarks: Benchmarks = ALL,
         typer.echo(f"wrote {json_out}")
 
 
-def train_command(data: Data, cache: Cache,
+def train_command(data: Data, cache: Cache, benchmarks: Benchmarks = ALL,
                   out: Annotated[Path | None, typer.Option(
                       "--out", help="model file (default: the shipped one)")] = None,
                   progress: Progress = True) -> None:
-    """Train on all four benchmarks' pools and write the model file; prints its sha256."""
+    """Train on the benchmarks' pools and write the model file; prints its sha256 (the
+    shipped file is used only when retrieval/learned.py's SHIPPED_SHA256 names it)."""
     from ..retrieval import learned
     from .ranker_train import concat, model_bytes, sha256, train
 
-    pools = load_or_export(list(BENCHMARKS), data, cache, progress=progress)
-    document = train(concat([pools[name] for name in BENCHMARKS]))
+    names = _names(benchmarks)
+    pools = load_or_export(names, data, cache, progress=progress)
+    document = train(concat([pools[name] for name in names]))
     target = out or Path(str(learned.__file__)).with_name(learned.SHIPPED)
     content = model_bytes(document)
     target.write_bytes(content)
