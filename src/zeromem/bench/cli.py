@@ -20,7 +20,7 @@ import typer
 from ..config import Config
 from ..errors import ZeromemError
 from ..interfaces.extras import require
-from . import hotpotqa, locomo
+from . import hotpotqa, locomo, ranker_cli
 from .runner import execute
 from .zeromem_system import ABLATIONS
 
@@ -545,3 +545,9 @@ def fuzz_command(
         typer.echo(f"wrote {json_out}")
     if failed(document):
         raise typer.Exit(1)
+
+
+# The learned ranker's data export, evaluation and training (bench/ranker_cli.py).
+bench_app.command("ranker-data")(ranker_cli.data_command)
+bench_app.command("ranker-eval")(ranker_cli.eval_command)
+bench_app.command("train-ranker")(ranker_cli.train_command)
