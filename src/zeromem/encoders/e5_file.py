@@ -19,6 +19,7 @@ Nothing here copies the 70 MB file: tensors are views of one read-only memory ma
 
 from __future__ import annotations
 
+import itertools
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,9 +158,7 @@ def _vocabulary(cursor: _Cursor) -> E5Vocabulary:
     (blob_length,) = cursor.take("<Q")
     offsets = cursor.array("<u4", count + 1)
     scores = np.array(cursor.array("<f4", count), dtype=np.float32)
-    blob = bytes(cursor.array("u1", blob_length))
-    bounds = offsets.tolist()
-    pieces = [blob[a:b].decode("utf-8", errors="surrogateescape") for a, b in zip(bounds, bounds[1:])]
+    pieces = _pieces(np.asarray(cursor.array("u1", blob_length)), offsets)
     entries, map_bytes = cursor.take("<iI")
     end = cursor.offset + map_bytes
     normalization: dict[int, str] = {}
@@ -170,6 +169,21 @@ def _vocabulary(cursor: _Cursor) -> E5Vocabulary:
     cursor.offset = end
     return E5Vocabulary(pieces=pieces, scores=scores, bos=bos, eos=eos, pad=pad, unk=unk,
                         normalization=normalization)
+
+
+def _pieces(blob: np.ndarray, offsets: np.ndarray) -> list[str]:
+    """The pieces' texts. Decoding the blob once and slicing it by character offsets is ~10x
+    faster than 250k decodes; a blob that is not valid UTF-8 is decoded piece by piece."""
+    raw = blob.tobytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        bounds = offsets.tolist()
+        return [raw[a:b].decode("utf-8", errors="surrogateescape") for a, b in itertools.pairwise(bounds)]
+    # a character starts at every byte that is not a UTF-8 continuation byte (10xxxxxx)
+    starts = np.concatenate([[0], np.cumsum((blob & 0xC0) != 0x80)])
+    chars = starts[offsets].tolist()
+    return [text[a:b] for a, b in itertools.pairwise(chars)]
 
 
 def _tensors(cursor: _Cursor, hidden: int, feed_forward: int, rows: int,

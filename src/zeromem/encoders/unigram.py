@@ -32,13 +32,15 @@ class UnigramTokenizer:
     def __init__(self, vocabulary: E5Vocabulary) -> None:
         pieces = vocabulary.pieces
         # The engine's lookup finds the first piece of a given text, and never <unk>.
-        ids = {piece: index for index, piece in reversed(list(enumerate(pieces))) if piece}
+        ids = dict(zip(reversed(pieces), range(len(pieces) - 1, -1, -1)))
+        ids.pop("", None)
         if ids.get(pieces[vocabulary.unk]) == vocabulary.unk:
             del ids[pieces[vocabulary.unk]]
         self._ids = ids
         longest: dict[str, int] = {}  # longest piece (characters) by first character: bounds the search
-        for piece in sorted(ids, key=len):
-            longest[piece[0]] = len(piece)
+        for piece in ids:
+            if len(piece) > longest.get(piece[0], 0):
+                longest[piece[0]] = len(piece)
         self._longest = longest
         self._scores = vocabulary.scores.tolist()
         self._unk = vocabulary.unk
