@@ -42,7 +42,7 @@ class UnigramTokenizer:
             if len(piece) > longest.get(piece[0], 0):
                 longest[piece[0]] = len(piece)
         self._longest = longest
-        self._scores = vocabulary.scores.tolist()
+        self._scores = array("f", vocabulary.scores.tobytes())  # 1 MB where a list of floats takes 8
         self._unk = vocabulary.unk
         self._unk_score = float(array("f", [float(vocabulary.scores.min()) - _UNK_PENALTY])[0])
         self._normalization = dict(vocabulary.normalization)
