@@ -90,3 +90,24 @@ def test_a_missing_or_damaged_model_file_is_a_clear_error(tmp_path):
         E5OnnxEmbedder(path=truncated)
     with pytest.raises(ValueError, match="weight format"):
         E5OnnxEmbedder("fp8")
+
+
+def test_bench_multilingual_on_a_small_memdaily_fixture(tmp_path):
+    import json
+
+    from rich.console import Console
+
+    from zeromem.bench.multilingual import run
+
+    trajectory = {"tid": 1, "message_list": [
+        {"mid": 0, "message": "我的邻居叫陈小雨。", "time": "2024年05月01日 周三 08:10"},
+        {"mid": 1, "message": "我下周二去成都出差。", "time": "2024年05月02日 周四 09:00"}],
+        "question_list": [{"question": "我下周去哪里出差？", "answer": "成都", "target_step_id": [1],
+                           "time": "2024年05月03日 周五 20:00"}]}
+    (tmp_path / "01_simple_things.json").write_text(json.dumps([trajectory], ensure_ascii=False), encoding="utf-8")
+    doc = run([tmp_path], tmp_path / "out.json", embedders=("engine", "onnx-q4"),
+              console=Console(file=None, quiet=True))
+    q4 = doc["embedders"]["onnx-q4"]
+    assert q4["cosine_to_engine"]["queries_min"] >= 0.999 and q4["same_top_as_engine"] == 100.0
+    assert q4["query"]["n"] == 1 and q4["dense_hit_at_1"] == doc["embedders"]["engine"]["dense_hit_at_1"]
+    assert json.loads((tmp_path / "out.json").read_text())["messages"] == 2
