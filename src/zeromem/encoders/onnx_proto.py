@@ -62,7 +62,7 @@ def tensor(name: str, value: np.ndarray) -> bytes:
         raise TypeError(f"no ONNX data type for {array.dtype}")
     dims = b"".join(_int(1, d) for d in array.shape)
     raw = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
-    return dims + _int(2, data_type) + _str(8, name) + _bytes(9, raw)
+    return b"".join([dims, _int(2, data_type), _str(8, name), _key(9, _BYTES), _varint(len(raw)), raw])
 
 
 def _attribute(name: str, value: int | float | list[int]) -> bytes:
@@ -123,9 +123,12 @@ class GraphWriter:
 
     def model(self, inputs: list[bytes], outputs: list[bytes], *, opset: int, ir_version: int,
               producer: str) -> bytes:
-        graph = b"".join(_bytes(1, n) for n in self.nodes) + _str(2, self.name)
-        graph += b"".join(_bytes(5, t) for t in self.initializers)
-        graph += b"".join(_bytes(11, i) for i in inputs) + b"".join(_bytes(12, o) for o in outputs)
+        # One join at the end: the initializers (megabytes) are copied once, not per nesting level.
+        graph = [_str(2, self.name)]
+        for number, bodies in ((1, self.nodes), (5, self.initializers), (11, inputs), (12, outputs)):
+            for body in bodies:
+                graph += [_key(number, _BYTES) + _varint(len(body)), body]
         opsets = [_bytes(8, _str(1, "") + _int(2, opset))]
         opsets += [_bytes(8, _str(1, d) + _int(2, v)) for d, v in sorted(self.domains.items())]
-        return _int(1, ir_version) + _str(2, producer) + b"".join(opsets) + _bytes(7, graph)
+        size = sum(len(part) for part in graph)
+        return b"".join([_int(1, ir_version), _str(2, producer), *opsets, _key(7, _BYTES), _varint(size), *graph])
