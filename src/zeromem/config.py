@@ -67,7 +67,7 @@ class RetrievalConfig:
     use_closure: bool = True
     use_calibration: bool = True
     # Reorder the candidate pool with the shipped learned ranker (retrieval/learned.py) instead
-    # of the hand-tuned selection; off unless it wins out of sample (docs/decisions.md, issue 29).
+    # of the hand-tuned selection; off unless it wins out of sample (docs/decisions.md#d-041).
     learned_ranker: bool = False
     # Attach the candidate pool and its features to SearchResult.candidates (training data).
     export_candidates: bool = False
