@@ -151,7 +151,7 @@ def test_search_puts_the_newest_count_first_unless_an_earlier_one_is_asked(tmp_p
         ])
         question = "How many new postcards have I added to my collection since I started collecting again?"
         evidence = mem.search(question, k=5)
-        assert [ev.trace_ids[0] for ev in evidence if ev.trace_ids[0] in ids[:2]] == [ids[1], ids[0]]
+        assert [ev.trace_id for ev in evidence if ev.trace_id in ids[:2]] == [ids[1], ids[0]]
         assert all(ev.superseded_by is None for ev in evidence)  # reordered, not marked
         earlier = "How many new postcards had I added at first, since I started collecting again?"
-        assert next(ev.trace_ids[0] for ev in mem.search(earlier, k=5) if ev.trace_ids[0] in ids[:2]) == ids[0]
+        assert next(ev.trace_id for ev in mem.search(earlier, k=5) if ev.trace_id in ids[:2]) == ids[0]
