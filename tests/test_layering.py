@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from import_statements import import_statements
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "zeromem"
 ARCHITECTURE = ROOT / "ARCHITECTURE.md"
@@ -75,30 +77,18 @@ def all_modules() -> dict[str, Path]:
 
 
 def _imports_of(name: str, path: Path, modules: dict[str, Path]) -> Iterator[Import]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(tree):
-        targets: list[str] = []
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
-            targets = [f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else module
-                       for alias in node.names]
-        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", ""))
-              == "import_module" and node.args and isinstance(node.args[0], ast.Constant)
-              and isinstance(node.args[0].value, str)):
-            targets = [node.args[0].value]
+    for line, module, names, node in import_statements(path, package):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) != "import_module":
+            continue
+        targets = ([f"{module}.{alias}" if f"{module}.{alias}" in modules else module for alias in names]
+                   if isinstance(node, ast.ImportFrom) else [module])
         for target in targets:
             if target != "zeromem" and not target.startswith("zeromem."):
                 continue
             while target not in modules:  # `import zeromem.x.name` of a name, not a module
                 target = target.rpartition(".")[0]
-            yield Import(name, target, path, node.lineno)
+            yield Import(name, target, path, line)
 
 
 def all_imports() -> list[Import]:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from import_statements import import_statements
 from zeromem import Memory
 from zeromem.reader import usage
 
@@ -44,26 +45,14 @@ def _module_name(path: Path, root: Path) -> str:
 
 def _imported_modules(path: Path, root: Path = PACKAGE) -> list[tuple[int, str]]:
     """Every module an ``import`` statement of ``path`` names, relative imports resolved."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     package = _module_name(path, root)
     if path.name != "__init__.py":
         package = package.rpartition(".")[0]
     found: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
-            found.append((node.lineno, module))
-            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
-        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", ""))
-              in ("import_module", "__import__") and node.args
-              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-            found.append((node.lineno, node.args[0].value))
+    for line, module, names, node in import_statements(path, package):
+        found.append((line, module))
+        if isinstance(node, ast.ImportFrom):
+            found += [(line, f"{module}.{name}") for name in names]
     return found
 
 
