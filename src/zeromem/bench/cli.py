@@ -320,7 +320,7 @@ def multilingual_command(
 def stream_command(
     data: Annotated[Path | None, typer.Option(
         "--data", metavar="FILE", help="one LoCoMo conversation, replicated to pre-fill the "
-        "scope (default ../shared/data/locomo/30.json, as bench scale is run)")] = None,
+        "scope (default $ZEROMEM_BENCH_DATA/locomo/30.json, as bench scale is run)")] = None,
     stream_data: Annotated[Path | None, typer.Option(
         "--stream-data", metavar="FILE", help="the LoCoMo conversation streamed turn by turn "
         "(default: --data)")] = None,
@@ -390,7 +390,7 @@ def lifecycle_command(
 def race_command(
     data: Annotated[Path | None, typer.Option(
         "--data", metavar="FILE", help="one LoCoMo conversation: the scope, the questions and "
-        "the texts written (default ../shared/data/locomo/30.json)")] = None,
+        "the texts written (default $ZEROMEM_BENCH_DATA/locomo/30.json)")] = None,
     seconds: Annotated[float, typer.Option("--seconds", min=0.1, help="how long both run")] = 60.0,
     seed: Annotated[int, typer.Option("--seed", help="seeds the writer's operation mix")] = 0,
     pause_ms: Annotated[float, typer.Option("--write-pause-ms", min=0,
@@ -446,7 +446,7 @@ def startup_command(
 def serve_command(
     data: Annotated[Path | None, typer.Option(
         "--data", metavar="FILE", help="one LoCoMo conversation: replicated into every scope, its "
-        "questions searched, its texts written (default ../shared/data/locomo/30.json)")] = None,
+        "questions searched, its texts written (default $ZEROMEM_BENCH_DATA/locomo/30.json)")] = None,
     db: Annotated[str | None, typer.Option("--db", metavar="PATH|URL", help="store to fill: a SQLite file "
         "or a postgresql:// URL (default: a temp file)")] = None,
     scopes: Annotated[int, typer.Option("--scopes", min=1, help="scopes, one API key each")] = 10,
@@ -489,7 +489,7 @@ def serve_command(
 def tenants_command(
     data: Annotated[Path | None, typer.Option(
         "--data", metavar="FILE", help="one LoCoMo conversation: replicated into every scope, its "
-        "questions searched, its texts written (default ../shared/data/locomo/30.json)")] = None,
+        "questions searched, its texts written (default $ZEROMEM_BENCH_DATA/locomo/30.json)")] = None,
     db: Annotated[str | None, typer.Option("--db", metavar="PATH|URL", help="store to fill (resumably, in "
         "place) and serve: a SQLite file or a postgresql:// URL (default: a temp file, or --cache-dir)")] = None,
     cache_dir: Annotated[Path | None, typer.Option(

