@@ -10,10 +10,12 @@ from zeromem.lifecycle.supersede import (
     VALUE_UPDATE_COVERAGE,
     ValueCandidate,
     asks_earlier_state,
+    asks_for_value,
     newest_value_first,
     state_assertions,
     states_value,
     supersession,
+    wants_newest_value,
 )
 
 
@@ -118,6 +120,31 @@ def test_states_value_ignores_turns_without_a_quantity(text):
 ])
 def test_asks_earlier_state(query, earlier):
     assert asks_earlier_state(query) is earlier
+
+
+@pytest.mark.parametrize("query", [
+    "How many postcards do I have now?", "How long have I had my cat?", "How often do I do yoga?",
+    "What time do I usually go to the gym?", "What day of the week is my class?",
+    "What is my current record?", "Which book am I reading at the moment?", "我现在有几只猫？",
+    "我一共读了多少本书？", "这门课我上了多久？",
+])
+def test_asks_for_value(query):
+    assert asks_for_value(query)
+
+
+@pytest.mark.parametrize("query", [
+    "When did Nate win his first tournament?", "Which cities has John been to?",
+    "What did Maria donate to the shelter?", "Where did Caroline move from?", "她几乎每天都去吗？",
+    "我们上次在哪里吃饭？",
+])
+def test_event_questions_ask_for_no_value(query):
+    assert not asks_for_value(query)
+
+
+def test_wants_newest_value_only_when_a_value_and_no_earlier_one_is_asked():
+    assert wants_newest_value("How many fish do I have now?")
+    assert not wants_newest_value("How many fish did I have before the trip?")
+    assert not wants_newest_value("When did I buy the fish tank?")
 
 
 def _v(speaker, order, coverage=1.0, value=True):

@@ -23,8 +23,10 @@ the next ("17 new ones", "25 new postcards"), so no key can be read from the tur
 question names it. Among the evidence for one question, the turns of one speaker that both
 state a value (``states_value``) and cover the question's terms (``VALUE_UPDATE_COVERAGE``)
 are taken as successive states of what the question asks, and are put newest first in the
-positions they hold (``newest_value_first``) — unless the question asks for an earlier state
-("previous", "at first", "before …", 以前; ``asks_earlier_state``). They are reordered only,
+positions they hold (``newest_value_first``) — when the question asks for a value that changes
+("how many", "how long", "what time", "current", "now", 多少, 几, 现在; ``asks_for_value``) and not
+for an earlier state ("previous", "at first", "before …", 以前; ``asks_earlier_state``): an event
+question ("When did she first…?") is not asking for the newest number. They are reordered only,
 never marked superseded: two such turns may be two events ("7 bass on the first trip, 9 on
 the second"), which a mark would misstate.
 """
@@ -199,6 +201,16 @@ _EN_EARLIER = re.compile(r"\b(?:previous(?:ly)?|earlier|before|at first|initial(
                          r"(?:when|after) I (?:just |first )?(?:started|began|got))\b", re.IGNORECASE)
 _ZH_EARLIER = re.compile(r"以前|之前|原来|原先|最初|起初|一开始|当初|刚开始|本来|最早")
 
+# Questions that ask for a value that changes over time: a quantity, a duration, a frequency, a
+# clock time or a weekday, or whatever holds now. Other questions ("When did she first…", "Which
+# cities has he been to?") ask about events, and the newest turn that states some number is not
+# their answer.
+_EN_ASKS_VALUE = re.compile(
+    r"\bhow (?:many|much|long|often|old|far|frequently)\b|\bwhat (?:time|day)\b|"
+    r"\b(?:current(?:ly)?|now|so far|at the moment|these days|at present|presently|latest|"
+    r"most recent(?:ly)?|still|to date)\b", re.IGNORECASE)
+_ZH_ASKS_VALUE = re.compile(r"多少|几(?!乎)|多久|多长|多大|现在|目前|如今|眼下|至今|迄今|最近|最新|仍然|还在")
+
 
 def states_value(text: str) -> bool:
     """Whether a turn states a quantity: a number (digits or words), an ordinal, a clock time,
@@ -210,6 +222,18 @@ def asks_earlier_state(query: str) -> bool:
     """Whether the question asks for a state older than the newest ("What was my previous
     record?", "How many did I have at first?", "我以前住在哪里？")."""
     return bool(_EN_EARLIER.search(query) or _ZH_EARLIER.search(query))
+
+
+def asks_for_value(query: str) -> bool:
+    """Whether the question asks for a value that changes ("How many cats do I have?", "What
+    time do I usually get up?", "What is my current record?", "我现在有几只猫？")."""
+    return bool(_EN_ASKS_VALUE.search(query) or _ZH_ASKS_VALUE.search(query))
+
+
+def wants_newest_value(query: str) -> bool:
+    """Whether successive values among a question's evidence go newest first: it asks for a
+    value, and not for an earlier one."""
+    return asks_for_value(query) and not asks_earlier_state(query)
 
 
 @dataclass(frozen=True)

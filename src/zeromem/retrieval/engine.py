@@ -29,9 +29,9 @@ from ..indexes.topk import top_indices
 from ..lifecycle.supersede import (
     VALUE_UPDATE_COVERAGE,
     ValueCandidate,
-    asks_earlier_state,
     newest_value_first,
     states_value,
+    wants_newest_value,
 )
 from ..types import Evidence, Provenance
 from ..views.graph import align_entities, query_ngrams
@@ -322,7 +322,7 @@ class Engine:
         if cfg.use_calibration:
             ranked = _newest_state_first(_with_current_states(ranked, superseded, eligible, budget),
                                          superseded)
-            if not asks_earlier_state(profile.text):
+            if wants_newest_value(profile.text):
                 ranked = _newest_value_first(prep, ranked, weights)
         return ranked, superseded
 
