@@ -23,7 +23,8 @@ from ..indexes.ragged import Ragged
 from ..indexes.scope_index import Change, ScopeIndex
 from ..indexes.topk import top_indices
 from .adjacency import BaseDeltaAdjacency
-from .ppr import personalized_pagerank, push_pagerank
+from .ppr import push_pagerank
+from .ppr_folded import LeafFolding, folded_pagerank
 
 if TYPE_CHECKING:  # scipy is imported where a graph is first built, not with the package
     import scipy.sparse as sp
@@ -98,6 +99,7 @@ class EntityGraph:
         self.version = 0
         self.adjacency = BaseDeltaAdjacency(self)
         self._mentioned: tuple[int, int, np.ndarray] | None = None  # (version, names, mask)
+        self._folding: tuple[int, LeafFolding] | None = None
 
     # -- reads --------------------------------------------------------------------------
     @property
@@ -124,6 +126,14 @@ class EntityGraph:
     def parts(self) -> tuple[list[sp.csr_matrix], np.ndarray]:
         """The adjacency as [base, delta] CSR matrices (n_nodes²) and every node's degree."""
         return self.adjacency.parts(self.version)
+
+    def folding(self) -> LeafFolding:
+        """The adjacency with its leaves folded (views/ppr_folded.py); made once per graph
+        version, on the first search that needs it."""
+        cached = self._folding
+        if cached is None or cached[0] != self.version:
+            cached = self._folding = (self.version, LeafFolding.build(*self.parts()))
+        return cached[1]
 
     def mentioned_mask(self, entity_names: Sequence[str]) -> np.ndarray:
         """Per name of ``entity_names`` (append-only: the scope's entities with a vector), whether
@@ -369,7 +379,7 @@ def graph_scores(graph: EntityGraph, aligned: dict[int, float], seed_turns: dict
     if local:
         pi = push_pagerank(parts, degree, restart, damping=damping, epsilon=PPR_PUSH_EPSILON)
     else:
-        pi = personalized_pagerank(parts, degree, restart, damping=damping, tol=PPR_TOL, max_iter=PPR_MAX_ITER)
+        pi = folded_pagerank(graph.folding(), restart, damping=damping, tol=PPR_TOL, max_iter=PPR_MAX_ITER)
     return pi[:n_t]
 
 
