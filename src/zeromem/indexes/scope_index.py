@@ -29,6 +29,8 @@ from ..store.base import TraceRows
 from ..types import Scope, Trace
 from .dense import DenseIndex
 from .growable import Growable
+from .int8_rows import MIN_ROWS as INT8_MIN_ROWS
+from .int8_rows import Int8Rows
 from .lexical import LexicalIndex, Vocabulary
 from .ragged import Ragged
 from .titles import TurnTitles
@@ -248,6 +250,7 @@ class ScopeIndex:
         self.entity_names: list[str] = []
         self.entity_vectors = Growable(np.float32, width=1, capacity=1)
         self._entity_dim = 0
+        self._entity_int8 = Int8Rows()  # the entity vectors scanned as int8 (int8_rows.py)
 
     # -- reads --------------------------------------------------------------------------
     @property
@@ -281,6 +284,18 @@ class ScopeIndex:
 
     def entity_matrix(self) -> np.ndarray:
         return self.entity_vectors.view() if self._entity_dim else np.zeros((0, 0), dtype=np.float32)
+
+    def entity_cosines(self, q: np.ndarray, k: int, floor: float, allowed: np.ndarray) -> np.ndarray:
+        """Every entity's cosine to ``q`` where it can matter, -inf elsewhere: exact for each of the
+        ``k`` best ``allowed`` entities that reach ``floor`` (and for any other the scan kept). A
+        large vocabulary is scanned as int8 first (int8_rows.py), a small one directly."""
+        matrix = self.entity_matrix()
+        if len(matrix) < INT8_MIN_ROWS:
+            return np.where(allowed, matrix @ q, -np.inf).astype(np.float32)
+        rows = self._entity_int8.candidates(matrix, q, k, floor, allowed)
+        out = np.full(len(matrix), -np.inf, dtype=np.float32)
+        out[rows] = matrix[rows] @ q
+        return out
 
     # -- persistence --------------------------------------------------------------------
     def state(self, compact: bool = False) -> tuple[dict[str, np.ndarray], dict]:

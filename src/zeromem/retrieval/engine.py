@@ -217,7 +217,7 @@ class Engine:
         index = prep.index
         title = _title_match(query, prep)
         grams = query_ngrams([w for w in profile.words])
-        aligned = align_entities(prep.graph, grams, qvec, index.entity_matrix(), index.entity_names)
+        aligned = align_entities(prep.graph, grams, qvec, index)
         share = AGGREGATE_LEXICAL_SHARE if profile.aggregation else LEXICAL_SHARE
         levels = None  # hierarchy.LEVEL_WEIGHTS
         if small:

@@ -331,18 +331,20 @@ def _bucket(mentions: list[tuple[str, str, int]], alias: dict[str, str]) -> dict
 
 
 def align_entities(graph: EntityGraph, query_ngrams: list[str], query_vec: np.ndarray | None,
-                   entity_vectors: np.ndarray | None, entity_names: list[str]) -> dict[int, float]:
-    """η(e | q): 1.0 for entities the query names exactly, cosine for close embeddings."""
+                   index: ScopeIndex) -> dict[int, float]:
+    """η(e | q): 1.0 for entities the query names exactly, cosine for close embeddings (the
+    ``DENSE_ALIGN_TOP`` closest of at least ``DENSE_ALIGN_MIN_COS``)."""
+    entity_names = index.entity_names
     aligned: dict[int, float] = {}
     for gram in query_ngrams:
         key = graph.alias.get(gram, gram)
         j = graph.entity_index.get(key)
         if j is not None and graph.entity_df[j] > 0:
             aligned[j] = 1.0
-    if query_vec is not None and entity_vectors is not None and len(entity_names):
-        cos = entity_vectors @ query_vec
+    if query_vec is not None and len(entity_names):
         # names nobody mentions any more (their last turn was deleted) align with nothing
-        cos = np.where(graph.mentioned_mask(entity_names), cos, -np.inf)
+        cos = index.entity_cosines(query_vec, DENSE_ALIGN_TOP, DENSE_ALIGN_MIN_COS,
+                                   graph.mentioned_mask(entity_names))
         top = top_indices(cos, DENSE_ALIGN_TOP)
         for i in top:
             if cos[i] < DENSE_ALIGN_MIN_COS:
