@@ -74,3 +74,13 @@ def test_zero_restart_gives_zero_and_bad_damping_is_refused():
     assert not folded_pagerank(folding, np.zeros(a.shape[0]), damping=0.6, tol=1e-8, max_iter=10).any()
     with pytest.raises(ValueError):
         folded_pagerank(folding, np.ones(a.shape[0]), damping=1.0, tol=1e-8, max_iter=10)
+
+
+def test_folding_leaves_read_only_parts_untouched():
+    a = _graph(5)
+    a.data[:3] = 0.0  # stored zeros, as a base keeps for removed turns
+    for array in (a.data, a.indices, a.indptr):
+        array.setflags(write=False)  # as a snapshot's memory-mapped arrays are
+    before = (a.data.copy(), a.indices.copy(), a.indptr.copy())
+    LeafFolding.build([a], _degree(a))
+    assert all(np.array_equal(x, y) for x, y in zip(before, (a.data, a.indices, a.indptr)))

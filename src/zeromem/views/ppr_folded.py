@@ -57,7 +57,7 @@ class LeafFolding:
     @classmethod
     def build(cls, parts: list[sp.csr_matrix], degree: np.ndarray) -> LeafFolding:
         """Fold the leaves of ``A = Σ parts`` (symmetric, row sums ``degree``)."""
-        adjacency = parts[0]
+        adjacency = parts[0].copy()  # the parts are shared (and may be read-only snapshot views)
         for part in parts[1:]:
             adjacency = adjacency + part
         adjacency = adjacency.tocsr()
