@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zeromem.indexes.int8_rows import Int8Rows
+from zeromem.indexes.int8_rows import Int8Rows, top_cosines
 from zeromem.indexes.topk import top_indices
 
 
@@ -47,3 +47,17 @@ def test_the_scan_keeps_few_candidates_and_grows_with_appended_rows():
     assert 7 in found.tolist() and int8.nbytes == 20_000 * 64 + 20_000 * 4
     # an older, shorter version of the matrix reads the prefix
     assert 7 in int8.candidates(matrix[:5000], q, 5, 0.55, allowed[:5000]).tolist()
+
+
+def test_top_cosines_equal_the_float32_product_where_it_matters():
+    matrix = _unit_rows(9000, 48, 4)  # above MIN_ROWS: the int8 scan runs
+    q = matrix[11]
+    allowed = np.ones(9000, dtype=bool)
+    allowed[11] = False  # the query's own row is masked out
+    found = top_cosines(matrix, Int8Rows(), q, 5, 0.0, allowed)
+    exact = np.where(allowed, matrix @ q, -np.inf)
+    assert list(top_indices(found, 5)) == list(top_indices(exact, 5))
+    best = top_indices(exact, 5)
+    assert np.allclose(found[best], exact[best], atol=1e-6)
+    small = top_cosines(matrix[:100], Int8Rows(), q, 5, 0.0, allowed[:100])  # below: every row
+    assert np.allclose(small, np.where(allowed[:100], matrix[:100] @ q, -np.inf))

@@ -71,3 +71,17 @@ class Int8Rows:
         self._state = (np.concatenate([rows.reshape(-1, matrix.shape[1]), fresh_rows]),
                        np.concatenate([scale, fresh_scale]))
         return self._state
+
+
+def top_cosines(matrix: np.ndarray, int8: Int8Rows, q: np.ndarray, k: int, floor: float,
+                allowed: np.ndarray) -> np.ndarray:
+    """Every row's ``row · q`` where it can matter, -inf elsewhere: exact for each of the ``k``
+    best ``allowed`` rows that reach ``floor`` (and for any other row the scan kept). Below
+    ``MIN_ROWS`` rows the float32 product is computed for all of them."""
+    if len(matrix) < MIN_ROWS:
+        return np.where(allowed, matrix @ q, -np.inf).astype(np.float32)
+    rows = int8.candidates(matrix, q, k, floor, allowed)
+    out = np.full(len(matrix), -np.inf, dtype=np.float32)
+    out[rows] = matrix[rows] @ q
+    return out
+

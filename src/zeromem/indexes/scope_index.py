@@ -29,8 +29,7 @@ from ..store.base import TraceRows
 from ..types import Scope, Trace
 from .dense import DenseIndex
 from .growable import Growable
-from .int8_rows import MIN_ROWS as INT8_MIN_ROWS
-from .int8_rows import Int8Rows
+from .int8_rows import Int8Rows, top_cosines
 from .lexical import LexicalIndex, Vocabulary
 from .ragged import Ragged
 from .titles import TurnTitles
@@ -286,16 +285,8 @@ class ScopeIndex:
         return self.entity_vectors.view() if self._entity_dim else np.zeros((0, 0), dtype=np.float32)
 
     def entity_cosines(self, q: np.ndarray, k: int, floor: float, allowed: np.ndarray) -> np.ndarray:
-        """Every entity's cosine to ``q`` where it can matter, -inf elsewhere: exact for each of the
-        ``k`` best ``allowed`` entities that reach ``floor`` (and for any other the scan kept). A
-        large vocabulary is scanned as int8 first (int8_rows.py), a small one directly."""
-        matrix = self.entity_matrix()
-        if len(matrix) < INT8_MIN_ROWS:
-            return np.where(allowed, matrix @ q, -np.inf).astype(np.float32)
-        rows = self._entity_int8.candidates(matrix, q, k, floor, allowed)
-        out = np.full(len(matrix), -np.inf, dtype=np.float32)
-        out[rows] = matrix[rows] @ q
-        return out
+        """Each entity's cosine to ``q`` where it can matter, -inf elsewhere (int8_rows.top_cosines)."""
+        return top_cosines(self.entity_matrix(), self._entity_int8, q, k, floor, allowed)
 
     # -- persistence --------------------------------------------------------------------
     def state(self, compact: bool = False) -> tuple[dict[str, np.ndarray], dict]:
