@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from internals import retriever_of
 from zeromem import InvalidInput, Memory
 from zeromem.config import Config
 from zeromem.retrieval.cache import REMEASURE_GROWTH, IndexCache
@@ -230,3 +231,18 @@ def test_room_is_made_before_a_scope_is_loaded_and_bytes_per_slot_follow_the_mea
     assert cache.take_evicted_bytes() == 40 and cache.take_evicted_bytes() == 0
     cache.make_room(1000)  # more than the budget: everything goes
     assert cache.held_keys() == [] and cache.stats().bytes == 0 and cache.stats().evictions == 2
+
+
+@pytest.mark.slow
+def test_the_folded_graph_is_built_before_the_cache_sizes_the_scope(tmp_path):
+    # PPR runs on the folded graph (views/ppr_folded.py); it is built when the scope is brought
+    # up to date, before the cache measures it, so the budget sees its bytes.
+    with Memory(tmp_path / "m.db") as mem:
+        for round_ in range(2):  # the first version, then one after a write
+            mem.add_many([{"text": text, "session": f"s{round_}-{i % 2}", "speaker": "Ana"}
+                          for i, text in enumerate(SENTENCES * 3)])
+            prep = retriever_of(mem).prepared(mem.scope)
+            folding = prep.graph._folding
+            assert folding is not None and folding[0] == prep.graph.version
+            assert mem.health().index_cache.bytes == deep_nbytes(prep)  # measured with it
+            assert deep_nbytes(prep) > deep_nbytes(folding[1]) > 0

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zeromem.indexes.int8_rows import Int8Rows, top_cosines
+from zeromem.indexes.int8_rows import MIN_ROWS, Int8Rows, top_cosines
 from zeromem.indexes.topk import top_indices
 
 
@@ -61,3 +61,11 @@ def test_top_cosines_equal_the_float32_product_where_it_matters():
     assert np.allclose(found[best], exact[best], atol=1e-6)
     small = top_cosines(matrix[:100], Int8Rows(), q, 5, 0.0, allowed[:100])  # below: every row
     assert np.allclose(small, np.where(allowed[:100], matrix[:100] @ q, -np.inf))
+
+
+def test_sync_quantizes_only_a_matrix_large_enough_to_be_scanned():
+    int8 = Int8Rows()
+    int8.sync(_unit_rows(100, 16, 1))
+    assert int8.nbytes == 0  # small: the float32 product is used, no copy is kept
+    int8.sync(_unit_rows(MIN_ROWS, 16, 1))
+    assert int8.nbytes == MIN_ROWS * 16 + MIN_ROWS * 4

@@ -55,6 +55,12 @@ class Int8Rows:
             bar = max(bar, float(np.partition(lower, len(lower) - k)[len(lower) - k]))
         return np.flatnonzero(upper >= bar)
 
+    def sync(self, matrix: np.ndarray) -> None:
+        """Quantize the rows of ``matrix`` not held yet, if it is large enough to be scanned
+        (done as rows are added, so that the scope's measured size includes the copy)."""
+        if len(matrix) >= MIN_ROWS:
+            self._synced(matrix)
+
     def _synced(self, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The int8 rows and scales of every row of ``matrix`` (new rows quantized now)."""
         rows, scale = self._state

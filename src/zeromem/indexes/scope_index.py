@@ -29,7 +29,7 @@ from ..store.base import TraceRows
 from ..types import Scope, Trace
 from .dense import DenseIndex
 from .growable import Growable
-from .int8_rows import Int8Rows, top_cosines
+from .int8_rows import Int8Rows
 from .lexical import LexicalIndex, Vocabulary
 from .ragged import Ragged
 from .titles import TurnTitles
@@ -249,7 +249,7 @@ class ScopeIndex:
         self.entity_names: list[str] = []
         self.entity_vectors = Growable(np.float32, width=1, capacity=1)
         self._entity_dim = 0
-        self._entity_int8 = Int8Rows()  # the entity vectors scanned as int8 (int8_rows.py)
+        self.entity_int8 = Int8Rows()  # the entity vectors scanned as int8 (int8_rows.py)
 
     # -- reads --------------------------------------------------------------------------
     @property
@@ -283,10 +283,6 @@ class ScopeIndex:
 
     def entity_matrix(self) -> np.ndarray:
         return self.entity_vectors.view() if self._entity_dim else np.zeros((0, 0), dtype=np.float32)
-
-    def entity_cosines(self, q: np.ndarray, k: int, floor: float, allowed: np.ndarray) -> np.ndarray:
-        """Each entity's cosine to ``q`` where it can matter, -inf elsewhere (int8_rows.top_cosines)."""
-        return top_cosines(self.entity_matrix(), self._entity_int8, q, k, floor, allowed)
 
     # -- persistence --------------------------------------------------------------------
     def state(self, compact: bool = False) -> tuple[dict[str, np.ndarray], dict]:
@@ -334,6 +330,7 @@ class ScopeIndex:
         if vectors.ndim == 2 and vectors.shape[1]:
             index._entity_dim = vectors.shape[1]
             index.entity_vectors = Growable.wrap(np.ascontiguousarray(vectors, dtype=np.float32))
+            index.entity_int8.sync(index.entity_matrix())  # built before the cache sizes the scope
         turns_level = index.turns
         alive = turns_level.alive.view()
         rowids_ptr, rowids = turns_level.rowids.flat()
@@ -365,6 +362,7 @@ class ScopeIndex:
             self.entity_row[name] = self.entity_vectors.append(vec)
             self.entity_names.append(name)
             added.append(name)
+        self.entity_int8.sync(self.entity_matrix())
         return added
 
     def apply(self, batch: Sequence[SessionUnits]) -> Change:

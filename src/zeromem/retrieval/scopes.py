@@ -151,6 +151,7 @@ class ScopeIndexes:
                 prep = snapshots.load(self.store, scope)
                 self._forget_overlay(scope)
             if prep is not None and prep.index.version == current:
+                self._ready(prep)
                 self._cache.put(scope.key, prep)
                 return prep
             known = set(prep.index.entity_row) if prep is not None else set()
@@ -171,9 +172,16 @@ class ScopeIndexes:
             self._applied += 1
             if delta["full"] or len(delta["sessions"]) > 100 or self._applied % TRIM_EVERY == 0:
                 snapshots.release_memory()  # a build, and many small updates, leave freed blocks
+            self._ready(prep)
             self._cache.put(scope.key, prep)
             self._trim_after_evictions()
             return prep
+
+    def _ready(self, prep: PreparedScope) -> None:
+        """Fold the graph a scope searched in full uses (views/ppr_folded.py) before the cache
+        measures the scope, so its bytes count."""
+        if prep.n_live <= self.config.large_scope_turns:
+            prep.graph.folding()
 
     def _evicted(self, key: tuple[str, str], prep: PreparedScope) -> None:
         """A scope the cache dropped: persist it first if it is large and changed (its next use

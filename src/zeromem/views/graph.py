@@ -19,6 +19,7 @@ import numpy as np
 from ..encoders.aliases import link_aliases
 from ..encoders.entities import normalize_title
 from ..indexes.growable import Growable
+from ..indexes.int8_rows import top_cosines
 from ..indexes.ragged import Ragged
 from ..indexes.scope_index import Change, ScopeIndex
 from ..indexes.topk import top_indices
@@ -343,8 +344,8 @@ def align_entities(graph: EntityGraph, query_ngrams: list[str], query_vec: np.nd
             aligned[j] = 1.0
     if query_vec is not None and len(entity_names):
         # names nobody mentions any more (their last turn was deleted) align with nothing
-        cos = index.entity_cosines(query_vec, DENSE_ALIGN_TOP, DENSE_ALIGN_MIN_COS,
-                                   graph.mentioned_mask(entity_names))
+        cos = top_cosines(index.entity_matrix(), index.entity_int8, query_vec, DENSE_ALIGN_TOP,
+                          DENSE_ALIGN_MIN_COS, graph.mentioned_mask(entity_names))
         top = top_indices(cos, DENSE_ALIGN_TOP)
         for i in top:
             if cos[i] < DENSE_ALIGN_MIN_COS:
