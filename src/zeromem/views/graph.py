@@ -130,7 +130,7 @@ class EntityGraph:
 
     def folding(self) -> LeafFolding:
         """The adjacency with its leaves folded (views/ppr_folded.py); made once per graph
-        version, on the first search that needs it."""
+        version (retrieval/scopes.py builds it before the index cache sizes the scope)."""
         cached = self._folding
         if cached is None or cached[0] != self.version:
             cached = self._folding = (self.version, LeafFolding.build(*self.parts()))
