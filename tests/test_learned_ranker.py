@@ -149,3 +149,26 @@ def test_no_shipped_model_is_a_clear_error(monkeypatch):
     with pytest.raises(FileNotFoundError, match="train-ranker"):
         learned.shipped()
     learned.shipped.cache_clear()
+
+
+def test_a_pool_memory_stopped_mid_ingest_is_built_again(tmp_path):
+    from zeromem.bench.ranker_data import stored_memory
+    from zeromem.bench.records import Corpus, Unit
+
+    drafts = [{"text": f"Turn {i} is about the blue kite number {i}.", "session": "s1",
+               "speaker": "Ann", "source_id": f"t{i}"} for i in range(6)]
+    corpus = Corpus("c1", [Unit(d["source_id"], d, d["text"]) for d in drafts], [])
+    config = Config(index_on_write=False)
+    # a run that died mid-ingest left a partial store under the temporary name
+    import hashlib
+    name = hashlib.sha256(b"c1").hexdigest()[:16]
+    with Memory(tmp_path / f"{name}.partial.db", user="c1", config=config) as left:
+        left.add_many(drafts[:2], user="c1")
+    with stored_memory(tmp_path, corpus, config) as mem:
+        assert len(mem.list(limit=100, user="c1")) == 6
+    assert not (tmp_path / f"{name}.partial.db").exists()
+    # a complete store is reopened, not built again
+    stamp = (tmp_path / f"{name}.db").stat().st_mtime_ns
+    with stored_memory(tmp_path, corpus, config) as mem:
+        assert len(mem.list(limit=100, user="c1")) == 6
+    assert (tmp_path / f"{name}.db").stat().st_mtime_ns == stamp

@@ -87,6 +87,28 @@ def corpora_of(benchmark: str, data: Path) -> tuple[list[Corpus], list[int]]:
     raise ValueError(f"unknown benchmark {benchmark!r}; known: {', '.join(BENCHMARKS)}")
 
 
+def stored_memory(folder: Path, corpus: Corpus, config: Config) -> Any:
+    """The memory of ``corpus`` kept in ``folder``: reopened when a run stored it in full, else
+    built anew. It is built under a temporary name and renamed once every unit is stored and
+    indexed, so a run stopped mid-ingest leaves no file that a rerun would take as complete."""
+    from ..memory import Memory
+
+    name = hashlib.sha256(corpus.name.encode()).hexdigest()[:16]
+    path = folder / f"{name}.db"
+    if not path.exists():
+        partial = folder / f"{name}.partial.db"
+        for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
+            leftover.unlink(missing_ok=True)
+        with Memory(partial, user=corpus.name, config=config) as mem:
+            mem.add_many([unit.draft for unit in corpus.units], user=corpus.name)
+            mem.index(user=corpus.name)
+        if Path(f"{partial}-wal").exists():  # closed cleanly it is folded in; else it goes along
+            Path(f"{partial}-wal").rename(f"{path}-wal")
+        Path(f"{partial}-shm").unlink(missing_ok=True)
+        partial.rename(path)
+    return Memory(path, user=corpus.name, config=config)
+
+
 def _fold(query_extra: dict[str, Any], corpus_fold: int) -> int:
     if corpus_fold >= 0:
         return corpus_fold
@@ -97,8 +119,6 @@ def export(benchmark: str, data: Path, cache: Path, *, config: Config | None = N
            progress: bool = True) -> Pools:
     """Run the benchmark's questions and collect their labelled pools (module docstring)."""
     from tqdm import tqdm
-
-    from ..memory import Memory
 
     base = config or Config()
     config = dataclasses.replace(base, retrieval=dataclasses.replace(
@@ -117,12 +137,8 @@ def export(benchmark: str, data: Path, cache: Path, *, config: Config | None = N
     total = sum(sum(q.scored for q in c.queries) for c in corpora)
     with tqdm(total=total, disable=not progress, unit="q", desc=benchmark) as bar:
         for corpus, corpus_fold in zip(corpora, folds):
-            name = hashlib.sha256(corpus.name.encode()).hexdigest()[:16]
-            mem = Memory(stores / f"{name}.db", user=corpus.name, config=config)
+            mem = stored_memory(stores, corpus, config)
             try:
-                if not mem.list(limit=1, user=corpus.name):
-                    mem.add_many([unit.draft for unit in corpus.units], user=corpus.name)
-                    mem.index(user=corpus.name)
                 for query in corpus.queries:
                     if not query.scored:
                         continue
