@@ -69,3 +69,24 @@ def test_sync_quantizes_only_a_matrix_large_enough_to_be_scanned():
     assert int8.nbytes == 0  # small: the float32 product is used, no copy is kept
     int8.sync(_unit_rows(MIN_ROWS, 16, 1))
     assert int8.nbytes == MIN_ROWS * 16 + MIN_ROWS * 4
+
+
+def test_appended_rows_go_into_spare_room_and_quantize_as_a_fresh_copy_would():
+    matrix = _unit_rows(MIN_ROWS + 300, 16, 2)
+    int8 = Int8Rows()
+    int8.sync(matrix[:MIN_ROWS])
+    first = int8.nbytes
+    assert first == MIN_ROWS * (16 + 4)  # the first fill is sized exactly
+    int8.sync(matrix[:MIN_ROWS + 100])  # full: grows by a quarter
+    grown = int8.nbytes
+    assert grown == int(MIN_ROWS * 1.25) * (16 + 4) and int8.count == MIN_ROWS + 100
+    int8.sync(matrix)  # fits in the room made: no new buffer
+    assert int8.nbytes == grown and int8.count == len(matrix)
+    fresh = Int8Rows()
+    fresh.sync(matrix)
+    ours, ours_scale = int8._synced(matrix)
+    theirs, theirs_scale = fresh._synced(matrix)
+    assert np.array_equal(ours, theirs) and np.array_equal(ours_scale, theirs_scale)
+    q = matrix[MIN_ROWS + 250]
+    allowed = np.ones(len(matrix), dtype=bool)
+    assert MIN_ROWS + 250 in int8.candidates(matrix, q, 3, 0.5, allowed).tolist()

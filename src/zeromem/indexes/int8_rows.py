@@ -11,7 +11,8 @@ and the k-th best lower bound is a candidate; the caller scores the candidates e
 float32 rows, so the result is the exact one, not an approximation (6.5 ms on the same pool).
 
 Rows are append-only (entity vectors are), so new rows are quantized when they appear and
-earlier ones are kept.
+earlier ones are kept: they go into spare room at the end of the buffer, which grows by a
+quarter when full, so a write that adds a few entities does not copy the whole copy.
 """
 
 from __future__ import annotations
@@ -22,19 +23,27 @@ import numpy as np
 MIN_ROWS = 8192
 _BLOCK = 1024  # rows converted to float32 at a time: stays in the core's cache
 _SUM_MARGIN = 1e-4  # float32 summation error of a 384-term dot product, with room
+_GROWTH = 1.25  # spare room made when the buffer is full (amortized copies; ≤ 25 % unused)
 
 
 class Int8Rows:
     """An int8 copy of an append-only float32 matrix, for exact top-k / floor searches."""
 
     def __init__(self) -> None:
-        self._state: tuple[np.ndarray, np.ndarray] = (np.zeros((0, 0), dtype=np.int8),
-                                                      np.zeros(0, dtype=np.float32))
+        # (int8 buffer, scale buffer, rows filled): rows past the count are spare room
+        self._state: tuple[np.ndarray, np.ndarray, int] = (np.zeros((0, 0), dtype=np.int8),
+                                                           np.zeros(0, dtype=np.float32), 0)
 
     @property
     def nbytes(self) -> int:
-        rows, scale = self._state
+        """Bytes held, spare room included."""
+        rows, scale, _count = self._state
         return int(rows.nbytes + scale.nbytes)
+
+    @property
+    def count(self) -> int:
+        """Rows quantized so far."""
+        return self._state[2]
 
     def candidates(self, matrix: np.ndarray, q: np.ndarray, k: int, floor: float,
                    allowed: np.ndarray) -> np.ndarray:
@@ -63,20 +72,30 @@ class Int8Rows:
 
     def _synced(self, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The int8 rows and scales of every row of ``matrix`` (new rows quantized now)."""
-        rows, scale = self._state
-        if len(rows) and rows.shape[1] != matrix.shape[1]:
-            rows, scale = self._state = (np.zeros((0, matrix.shape[1]), dtype=np.int8),
-                                         np.zeros(0, dtype=np.float32))
-        if len(rows) >= len(matrix):  # rows are only appended: an older version is a prefix
-            return rows[:len(matrix)], scale[:len(matrix)]
-        fresh = np.asarray(matrix[len(rows):], dtype=np.float32)
+        rows, scale, count = self._state
+        dim = matrix.shape[1]
+        if rows.shape[1] != dim:
+            rows, scale, count = (np.zeros((0, dim), dtype=np.int8), np.zeros(0, dtype=np.float32), 0)
+        wanted = len(matrix)
+        if count >= wanted:  # rows are only appended: an older version is a prefix
+            return rows[:wanted], scale[:wanted]
+        if wanted > len(rows):
+            # The first fill is sized exactly (a loaded scope may never grow); later ones leave room.
+            room = wanted if count == 0 else max(wanted, int(len(rows) * _GROWTH))
+            grown = np.zeros((room, dim), dtype=np.int8)
+            grown_scale = np.zeros(room, dtype=np.float32)
+            grown[:count] = rows[:count]
+            grown_scale[:count] = scale[:count]
+            rows, scale = grown, grown_scale
+        fresh = np.asarray(matrix[count:wanted], dtype=np.float32)
         fresh_scale = (np.abs(fresh).max(axis=1) / 127.0).astype(np.float32)
         step = np.where(fresh_scale > 0, fresh_scale, 1.0)[:, None]
-        fresh_rows = np.clip(np.rint(fresh / step), -127, 127).astype(np.int8)
-        # A new tuple, assigned at once: a search reading the old one is not disturbed.
-        self._state = (np.concatenate([rows.reshape(-1, matrix.shape[1]), fresh_rows]),
-                       np.concatenate([scale, fresh_scale]))
-        return self._state
+        # Written past the filled count only: a search reading a shorter prefix is not disturbed,
+        # and two threads filling the same rows write the same values.
+        rows[count:wanted] = np.clip(np.rint(fresh / step), -127, 127).astype(np.int8)
+        scale[count:wanted] = fresh_scale
+        self._state = (rows, scale, wanted)
+        return rows[:wanted], scale[:wanted]
 
 
 def top_cosines(matrix: np.ndarray, int8: Int8Rows, q: np.ndarray, k: int, floor: float,
