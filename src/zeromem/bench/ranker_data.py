@@ -92,20 +92,21 @@ def stored_memory(folder: Path, corpus: Corpus, config: Config) -> Any:
     built anew. It is built under a temporary name and renamed once every unit is stored and
     indexed, so a run stopped mid-ingest leaves no file that a rerun would take as complete."""
     from ..memory import Memory
+    from .stream import _remove_db
 
     name = hashlib.sha256(corpus.name.encode()).hexdigest()[:16]
     path = folder / f"{name}.db"
     if not path.exists():
         partial = folder / f"{name}.partial.db"
-        for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
-            leftover.unlink(missing_ok=True)
+        _remove_db(partial)  # what a stopped run left
         with Memory(partial, user=corpus.name, config=config) as mem:
             mem.add_many([unit.draft for unit in corpus.units], user=corpus.name)
             mem.index(user=corpus.name)
-        if Path(f"{partial}-wal").exists():  # closed cleanly it is folded in; else it goes along
-            Path(f"{partial}-wal").rename(f"{path}-wal")
-        Path(f"{partial}-shm").unlink(missing_ok=True)
-        partial.rename(path)
+        # Moved, not copied; a log that closing did not fold in goes along, before the file.
+        for suffix in ("-wal", ""):
+            if Path(f"{partial}{suffix}").exists():
+                Path(f"{partial}{suffix}").rename(f"{path}{suffix}")
+        _remove_db(partial)  # its -shm
     return Memory(path, user=corpus.name, config=config)
 
 
