@@ -12,7 +12,8 @@ Rules (``violation`` returns why a statement breaks them, or None):
   value: ``x.scope_key = %s``, or ``x.scope_key = y.scope_key`` with ``y`` so tied — a join or
   subquery across scopes cannot pass; several per-scope tables in one statement need aliases;
 * the only exceptions are read-only statements marked ``/* all-scopes */`` (``scopes()``,
-  the whole store's ``stats()``, ``get_rowids``), which must be SELECTs.
+  the whole store's ``stats()``, ``get_rowids``), which must be SELECTs, and the schema
+  migrations' own statements (``MIGRATIONS``: run once per database, over every scope).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from zeromem.store.postgres import ALL_SCOPES
-from zeromem.store.postgres_schema import GLOBAL_TABLES, SCOPED_TABLES
+from zeromem.store.postgres_schema import GLOBAL_TABLES, MIGRATIONS, SCOPED_TABLES
 
 NOT_TABLES = {"generate_series", "pg_extension", "stdin"}  # a function, the catalog, COPY's input
 _KEYWORDS = {"where", "on", "set", "values", "left", "right", "inner", "join", "order", "group",
@@ -34,9 +35,18 @@ _BOUND = re.compile(r"(?<![\w.])(?:([a-z_][a-z0-9_]*)\.)?scope_key\s*=\s*%s")
 _TIED = re.compile(r"(?<![\w.])([a-z_][a-z0-9_]*)\.scope_key\s*=\s*([a-z_][a-z0-9_]*)\.scope_key")
 
 
+def _normal(statement: str) -> str:
+    return " ".join(statement.split()).lower()
+
+
+_MIGRATION_STATEMENTS = {_normal(s) for step in MIGRATIONS for s in step.split(";") if s.strip()}
+
+
 def violation(statement: str) -> str | None:
     """Why ``statement`` breaks the scope-filter rules, or None when it keeps them."""
-    sql = " ".join(statement.split()).lower()
+    sql = _normal(statement)
+    if sql in _MIGRATION_STATEMENTS:
+        return None
     if sql.startswith(ALL_SCOPES.strip().lower()):
         return None if sql[len(ALL_SCOPES.strip()):].lstrip().startswith("select") else \
             "an all-scopes statement must be a SELECT"

@@ -226,11 +226,46 @@ def test_room_is_made_before_a_scope_is_loaded_and_bytes_per_slot_follow_the_mea
     cache.put(key("a"), Box(40, slots=10))
     cache.put(key("b"), Box(40, slots=30))
     assert cache.bytes_per_slot(default=7) == 2  # 80 bytes over 40 slots
-    cache.make_room(50)  # 80 + 50 > 100: the least recently used goes first
+    cache.release(cache.make_room(50))  # 80 + 50 > 100: the least recently used goes first
     assert evicted == [key("a")] and cache.held_keys() == [key("b")]
     assert cache.take_evicted_bytes() == 40 and cache.take_evicted_bytes() == 0
-    cache.make_room(1000)  # more than the budget: everything goes
+    cache.release(cache.make_room(1000))  # more than the budget: everything goes
     assert cache.held_keys() == [] and cache.stats().bytes == 0 and cache.stats().evictions == 2
+
+
+def test_a_reservation_counts_against_the_budget_until_its_index_is_put():
+    evicted: list = []
+    cache = make_cache(100, evicted)
+    cache.put(key("a"), Box(30))
+    loading = cache.make_room(60)  # 30 + 60 fit
+    cache.put(key("b"), Box(30))  # 30 + 30 + 60 reserved > 100: "a" goes
+    assert evicted == [key("a")]
+    cache.put(key("c"), Box(40), loading)  # its bytes replace the reservation: 30 + 40 fit
+    assert cache.held_keys() == [key("b"), key("c")] and evicted == [key("a")]
+    cache.release(loading)  # already given back by put: nothing changes
+    cache.put(key("d"), Box(30))
+    assert cache.held_keys() == [key("b"), key("c"), key("d")]
+
+
+def test_a_load_waits_while_other_loads_hold_the_room_it_needs():
+    cache = make_cache(100)
+    first = cache.make_room(70)
+    started, done = threading.Event(), threading.Event()
+
+    def second_load() -> None:
+        started.set()
+        cache.release(cache.make_room(50))  # 70 + 50 > 100: waits for the first load
+        done.set()
+
+    thread = threading.Thread(target=second_load)
+    thread.start()
+    started.wait()
+    assert not done.wait(0.2)
+    cache.put(key("a"), Box(10), first)
+    assert done.wait(5)
+    thread.join()
+    alone = cache.make_room(500)  # no other load in progress: one larger than the budget goes ahead
+    cache.release(alone)
 
 
 @pytest.mark.slow

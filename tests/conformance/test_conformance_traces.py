@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from internals import store_of
@@ -147,6 +148,21 @@ def test_a_persisted_index_older_than_an_erasure_is_not_written(store):
     assert store.snapshot_version(ana) is None
     store.save_snapshot(ana, store.scope_version(ana), "{}", {"part": b"fresh"})
     assert store.snapshot_version(ana) == store.scope_version(ana)
+
+
+def test_a_persisted_index_reads_back_byte_for_byte(store):
+    # Sizes around PostgreSQL's chunk of a part (1 MiB): empty, one byte, exact, one over, 2.5.
+    ana = Scope("ana")
+    store.add_many([TraceDraft("x")], ana)
+    rng = np.random.default_rng(7)
+    sizes = {"empty": 0, "one": 1, "exact": 1 << 20, "over": (1 << 20) + 1, "many": 5 << 19}
+    parts = {name: rng.bytes(size) for name, size in sizes.items()}
+    store.save_snapshot(ana, store.scope_version(ana), '{"k": 1}', parts)
+    version, facts, loaded, traces = store.load_snapshot(ana)
+    assert (version, facts, len(traces)) == (store.scope_version(ana), '{"k": 1}', 1)
+    assert loaded == parts
+    store.save_snapshot(ana, store.scope_version(ana), "{}", {"one": b"z"})  # replaces every chunk
+    assert store.load_snapshot(ana)[2] == {"one": b"z"}
 
 
 def test_delete_scope_removes_that_scope_only(memory):

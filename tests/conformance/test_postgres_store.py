@@ -72,6 +72,34 @@ def test_a_store_from_before_opaque_ids_gets_a_key_once_and_keeps_its_ids(pg_url
         assert len(bytes.fromhex(key)) == 32
 
 
+def test_a_persisted_index_stored_whole_is_cut_into_chunks_by_the_migration(pg_url):
+    """Schema v3 → v4: arrays stored as one row each come back in rows of at most a chunk,
+    and read back byte for byte."""
+    with open_store(pg_url) as store:
+        store.add_many([TraceDraft("indexed before the upgrade")], ANA)
+        version = store.scope_version(ANA)
+    rng = np.random.default_rng(3)
+    parts = {"big": rng.bytes((5 << 19) + 3), "small": b"s", "empty": b""}
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # the table as v3 made it
+        conn.execute("ALTER TABLE scope_snapshot_parts DROP CONSTRAINT scope_snapshot_parts_pkey")
+        conn.execute("ALTER TABLE scope_snapshot_parts DROP COLUMN chunk")
+        conn.execute("ALTER TABLE scope_snapshot_parts ADD PRIMARY KEY (scope_key, name)")
+        key = '["ana",""]'
+        for name, blob in parts.items():
+            conn.execute("INSERT INTO scope_snapshot_parts (scope_key, name, blob) VALUES (%s, %s, %s)",
+                         (key, name, blob))
+        conn.execute("INSERT INTO scope_snapshots (scope_key, version, format, blob) VALUES (%s, %s, 1, %s)",
+                     (key, version, b"{}"))
+        conn.execute("UPDATE zeromem_schema SET version = 3")
+    with open_store(pg_url) as store:
+        assert store.load_snapshot(ANA)[2] == parts
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        rows = conn.execute("SELECT name, chunk, length(blob) FROM scope_snapshot_parts"
+                            " ORDER BY name, chunk").fetchall()
+    assert rows == [("big", 0, 1 << 20), ("big", 1, 1 << 20), ("big", 2, (1 << 19) + 3),
+                    ("empty", 0, 0), ("small", 0, 1)]
+
+
 def test_processes_opening_a_fresh_database_at_once_migrate_it_once(pg_url):
     barrier, errors, stores = threading.Barrier(4), [], []
 

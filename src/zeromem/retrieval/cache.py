@@ -6,6 +6,12 @@ their measured bytes (footprint.py) fit ``Config.index_cache_mb``, and drops the
 used beyond that. A dropped scope is rebuilt (or read from its persisted snapshot) at its next
 search; nothing is lost, since every index is derived from the store.
 
+Loading a scope holds more than its final size for a while (snapshot bytes, a build's
+temporaries): ``make_room`` reserves that much before the load, and ``put`` (or ``release``,
+if the load failed) gives it back. Reservations count against the budget like held indexes, and a load that would
+take the reservations past the budget waits for the others to finish: several large scopes
+loaded at once by concurrent searches do not each assume the whole budget is theirs.
+
 The scope that was just used is never dropped to make room for itself: a scope larger than the
 whole budget stays until the next scope is used, so a search always has its index. A scope is
 measured when it enters the cache and again once it has grown by ``REMEASURE_GROWTH`` since;
@@ -25,6 +31,15 @@ from ..results import IndexCacheStats
 from .footprint import deep_nbytes
 
 REMEASURE_GROWTH = 0.25  # share of turn slots added since the last measure that triggers a new one
+
+
+class Reservation:
+    """Bytes set aside for one load in progress (``IndexCache.make_room``); given back once."""
+
+    __slots__ = ("nbytes",)
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
 
 
 @dataclass
@@ -60,7 +75,9 @@ class IndexCache:
         self._hits = 0
         self._misses = 0
         self._evictions = 0
+        self._reserved = 0  # bytes set aside by loads in progress (make_room → put / release)
         self._lock = threading.Lock()
+        self._released = threading.Condition(self._lock)
 
     def _add(self, key: tuple[str, str], entry: _Entry) -> None:
         self._entries[key] = entry
@@ -105,8 +122,10 @@ class IndexCache:
         with self._lock:
             return list(self._entries)
 
-    def put(self, key: tuple[str, str], value: Any) -> None:
-        """Hold ``value`` for ``key`` (the most recently used), sized now; evict beyond budget.
+    def put(self, key: tuple[str, str], value: Any, reservation: Reservation | None = None) -> None:
+        """Hold ``value`` for ``key`` (the most recently used), sized now; evict beyond budget
+        (what other loads reserved counted in). ``reservation``: what this load's ``make_room``
+        set aside, given back now.
 
         The caller holds the scope's lock, so ``value`` does not change while it is measured.
         """
@@ -122,25 +141,44 @@ class IndexCache:
             nbytes = self._measure(value)
             measured = (nbytes, slots, version)
         with self._lock:
+            self._give_back(reservation)
             old = self._entries.pop(key, None)
             if old is not None:
                 self._remove(old)
             self._add(key, _Entry(value, nbytes, *measured))
-            evicted = self._evict_while(lambda: self._bytes > self.budget_bytes and len(self._entries) > 1)
+            evicted = self._evict_while(
+                lambda: self._bytes + self._reserved > self.budget_bytes and len(self._entries) > 1)
         self._evicted(evicted)
+
+    def _give_back(self, reservation: Reservation | None) -> None:
+        if reservation is not None and reservation.nbytes:
+            self._reserved -= reservation.nbytes
+            reservation.nbytes = 0
+            self._released.notify_all()
 
     def _evicted(self, evicted: list[tuple[tuple[str, str], Any]]) -> None:
         if self._on_evict is not None:
             for victim, value_out in evicted:
                 self._on_evict(victim, value_out)
 
-    def make_room(self, nbytes: int) -> None:
-        """Evict least recently used values until ``nbytes`` more would fit: called before a
-        scope is loaded, so that its arrays are not built on top of a full budget (the peak
-        would be budget + scope)."""
+    def make_room(self, nbytes: int) -> Reservation:
+        """Reserve ``nbytes`` for a scope about to be loaded, evicting least recently used values
+        until they fit: its arrays are then not built on top of a full budget (the peak would be
+        budget + scope). Waits while other loads' reservations leave no room (a load alone may
+        reserve more than the budget). The caller gives the bytes back with ``put(...,
+        reservation)``, or ``release(reservation)`` when it puts nothing."""
         with self._lock:
-            evicted = self._evict_while(lambda: bool(self._entries) and self._bytes + nbytes > self.budget_bytes)
+            self._released.wait_for(lambda: not self._reserved or self._reserved + nbytes <= self.budget_bytes)
+            self._reserved += nbytes
+            evicted = self._evict_while(
+                lambda: bool(self._entries) and self._bytes + self._reserved > self.budget_bytes)
         self._evicted(evicted)
+        return Reservation(nbytes)
+
+    def release(self, reservation: Reservation) -> None:
+        """Give back a reservation (a no-op once ``put`` or ``release`` gave it back)."""
+        with self._lock:
+            self._give_back(reservation)
 
     def bytes_per_slot(self, default: int) -> int:
         """The measured bytes per turn slot of the values held (``default`` when there are none)."""

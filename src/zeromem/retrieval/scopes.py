@@ -34,7 +34,7 @@ from ..results import IndexCacheStats
 from ..store.fingerprint import check_fingerprint
 from ..types import Scope
 from . import snapshots
-from .cache import IndexCache
+from .cache import IndexCache, Reservation
 from .prepared import PreparedScope
 
 _log = logging.getLogger("zeromem")
@@ -142,40 +142,50 @@ class ScopeIndexes:
             # nothing was ever written to (an "auto" embedder is not chosen yet).
             if current and self.encoders.check(EMBEDDER) is None:
                 check_fingerprint(self.store, scope, self.encoders.fingerprint)
-            if prep is None:
-                # Room first, for the index and for what loading it holds at the same time (the
-                # snapshot's bytes, a build's temporaries): never built on top of a full budget.
-                expected = self.store.count(scope) * self._cache.bytes_per_slot(BYTES_PER_TURN)
-                self._cache.make_room(LOAD_PEAK * expected)
+            if prep is not None:
+                return self._brought_up(scope, prep, current, None)
+            # Room first, for the index and for what loading it holds at the same time (the
+            # snapshot's bytes, a build's temporaries): never built on top of a full budget.
+            expected = self.store.count(scope) * self._cache.bytes_per_slot(BYTES_PER_TURN)
+            reservation = self._cache.make_room(LOAD_PEAK * expected)
+            try:
                 self._trim_after_evictions()
-                prep = snapshots.load(self.store, scope)
+                loaded = snapshots.load(self.store, scope)
                 self._forget_overlay(scope)
-            if prep is not None and prep.index.version == current:
-                self._ready(prep)
-                self._cache.put(scope.key, prep)
-                return prep
-            known = set(prep.index.entity_row) if prep is not None else set()
-            delta = self.store.read_changes(scope, prep.index.version if prep is not None else 0, known)
-            if prep is None or delta["full"]:
-                from ..encoders.tokenize import tokenize_many
-                prep = PreparedScope(ScopeIndex(scope, tokenize_many))
-                self._forget_overlay(scope)
-                if known:
-                    delta = self.store.read_changes(scope, 0, set())
-            index = prep.index
-            index.add_entity_vectors({name: _vector(blob) for name, blob in delta["entities"].items()})
-            prep.update(index.apply(session_batches(delta)))
-            index.version = delta["version"]
-            overlay = self._overlays.get(scope.key, {})
-            for name in delta["sessions"]:
-                overlay.pop(name, None)  # the store's units replaced the in-memory ones
-            self._applied += 1
-            if delta["full"] or len(delta["sessions"]) > 100 or self._applied % TRIM_EVERY == 0:
-                snapshots.release_memory()  # a build, and many small updates, leave freed blocks
+                return self._brought_up(scope, loaded, current, reservation)
+            finally:
+                self._cache.release(reservation)  # a no-op once put gave it back
+
+    def _brought_up(self, scope: Scope, prep: PreparedScope | None, current: int,
+                    reservation: Reservation | None) -> PreparedScope:
+        """``prep`` (None: nothing loaded) with the store's changes since its version applied,
+        held in the cache (which gives the load's reservation back)."""
+        if prep is not None and prep.index.version == current:
             self._ready(prep)
-            self._cache.put(scope.key, prep)
-            self._trim_after_evictions()
+            self._cache.put(scope.key, prep, reservation)
             return prep
+        known = set(prep.index.entity_row) if prep is not None else set()
+        delta = self.store.read_changes(scope, prep.index.version if prep is not None else 0, known)
+        if prep is None or delta["full"]:
+            from ..encoders.tokenize import tokenize_many
+            prep = PreparedScope(ScopeIndex(scope, tokenize_many))
+            self._forget_overlay(scope)
+            if known:
+                delta = self.store.read_changes(scope, 0, set())
+        index = prep.index
+        index.add_entity_vectors({name: _vector(blob) for name, blob in delta["entities"].items()})
+        prep.update(index.apply(session_batches(delta)))
+        index.version = delta["version"]
+        overlay = self._overlays.get(scope.key, {})
+        for name in delta["sessions"]:
+            overlay.pop(name, None)  # the store's units replaced the in-memory ones
+        self._applied += 1
+        if delta["full"] or len(delta["sessions"]) > 100 or self._applied % TRIM_EVERY == 0:
+            snapshots.release_memory()  # a build, and many small updates, leave freed blocks
+        self._ready(prep)
+        self._cache.put(scope.key, prep, reservation)
+        self._trim_after_evictions()
+        return prep
 
     def _ready(self, prep: PreparedScope) -> None:
         """Fold the graph a scope searched in full uses (views/ppr_folded.py) before the cache

@@ -41,7 +41,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -64,7 +64,7 @@ from .checks import (
 )
 from .dates import utc_key
 from .ids import ID_KEY, TraceIdCodec
-from .postgres_schema import migrate
+from .postgres_schema import SNAPSHOT_CHUNK, migrate
 from .receipts import DeleteReceipt, make_receipt, retained_identifiers
 from .roles import CleanDraft, DerivedUnit, TraceDraft
 from .rows import (
@@ -186,10 +186,10 @@ class PostgresStore(SQLStore):
         return self._read(sql.replace("?", "%s"), params)
 
     def _transact(self, fn: Callable[[Run], T]) -> T:
-        return self._write(lambda conn: fn(_runner(conn)))
+        return self._write(lambda conn: fn(_Runner(conn)))
 
     def _consistent(self, fn: Callable[[Run], T]) -> T:
-        return self._snapshot(lambda conn: fn(_runner(conn)))
+        return self._snapshot(lambda conn: fn(_Runner(conn)))
 
     def _check_storable(self, value: str | None, field: str) -> None:
         _no_nul(value, field)
@@ -294,6 +294,25 @@ class PostgresStore(SQLStore):
         out["traces"] = [(row[0], to_trace(row, self.ids)) for row in out["traces"]]
         return out
 
+    def _snapshot_parts(self, run: Run, where: str, params: Sequence[Any]) -> dict[str, bytes]:
+        """The arrays' chunks streamed one row at a time, in binary (no hex text twice the size;
+        see ``SNAPSHOT_CHUNK``), each array joined as soon as its last chunk arrived."""
+        parts: dict[str, bytes] = {}
+        chunks: list[bytes] = []
+        current = None
+        rows = cast(_Runner, run).conn.cursor(binary=True).stream(
+            f"SELECT name, blob FROM scope_snapshot_parts WHERE {where.replace('?', '%s')}"
+            " ORDER BY name, chunk", params)
+        for name, blob in rows:
+            if name != current:
+                if current is not None:
+                    parts[current] = _joined(chunks)
+                current, chunks = name, []
+            chunks.append(blob)
+        if current is not None:
+            parts[current] = _joined(chunks)
+        return parts
+
     def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes],
                       format: int = 1) -> None:
         """Replace the scope's persisted index (derived, disposable) in one transaction; nothing
@@ -307,9 +326,12 @@ class PostgresStore(SQLStore):
             if (version > 0) if row is None else int(row[0]) > version:
                 return  # older than the last wipe; no row: the scope was deleted
             conn.execute("DELETE FROM scope_snapshot_parts WHERE scope_key = %s", (key,))
-            conn.cursor().executemany(
-                "INSERT INTO scope_snapshot_parts (scope_key, name, blob) VALUES (%s, %s, %s)",
-                [(key, name, blob) for name, blob in sorted(parts.items())])
+            for name, blob in sorted(parts.items()):
+                # One row per chunk, sent one at a time: no message larger than a chunk (v4).
+                view = memoryview(blob)
+                for chunk, start in enumerate(range(0, max(1, len(view)), SNAPSHOT_CHUNK)):
+                    conn.execute("INSERT INTO scope_snapshot_parts (scope_key, name, chunk, blob)"
+                                 " VALUES (%s, %s, %s, %s)", (key, name, chunk, view[start:start + SNAPSHOT_CHUNK]))
             conn.execute(
                 "INSERT INTO scope_snapshots (scope_key, version, format, blob) VALUES (%s, %s, %s, %s)"
                 " ON CONFLICT (scope_key) DO UPDATE SET version = excluded.version,"
@@ -679,6 +701,17 @@ def _insert(conn: psycopg.Connection, drafts: Sequence[CleanDraft], key: str, us
     return [codec.format(rowid) for rowid in ids]
 
 
-def _runner(conn: psycopg.Connection) -> Run:
+class _Runner:
     """SQLStore's ``run`` on ``conn``: its ``?`` placeholders as psycopg's ``%s``."""
-    return lambda sql, params=(): conn.execute(sql.replace("?", "%s"), params)
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+
+    def __call__(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor:
+        return self.conn.execute(sql.replace("?", "%s"), params)
+
+
+def _joined(chunks: builtins.list[bytes]) -> bytes:
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)

@@ -20,6 +20,7 @@ from ..errors import StoreError
 
 # pg_advisory_lock key of schema migrations ("zeromem" in ASCII, as one bigint).
 MIGRATION_LOCK = 0x7A65726F6D656D
+SNAPSHOT_CHUNK = 1 << 20  # bytes per scope_snapshot_parts row (v4)
 
 MIGRATIONS: list[str] = [
     # v1: the source of record, derived rows, and the per-database tables.
@@ -163,6 +164,21 @@ MIGRATIONS: list[str] = [
     INSERT INTO store_meta (key, value)
         VALUES ('trace_id_key', replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''))
         ON CONFLICT (key) DO NOTHING
+    """,
+    # v4: a persisted index's arrays in chunks of at most SNAPSHOT_CHUNK bytes (chunk 0, 1, ...):
+    # libpq keeps each connection's message buffer as large as the largest row it ever sent or
+    # received, so one 80 MB array row left 80-160 MB resident in every pooled connection that
+    # touched it. Rows stored whole by v1-v3 are cut up here (each statement can run again).
+    f"""
+    ALTER TABLE scope_snapshot_parts ADD COLUMN IF NOT EXISTS chunk integer NOT NULL DEFAULT 0;
+    ALTER TABLE scope_snapshot_parts DROP CONSTRAINT IF EXISTS scope_snapshot_parts_pkey;
+    ALTER TABLE scope_snapshot_parts ADD PRIMARY KEY (scope_key, name, chunk);
+    INSERT INTO scope_snapshot_parts (scope_key, name, chunk, blob)
+        SELECT scope_key, name, piece, substring(blob FROM piece * {SNAPSHOT_CHUNK} + 1 FOR {SNAPSHOT_CHUNK})
+        FROM scope_snapshot_parts, generate_series(1, (length(blob) - 1) / {SNAPSHOT_CHUNK}) AS piece
+        WHERE length(blob) > {SNAPSHOT_CHUNK};
+    UPDATE scope_snapshot_parts SET blob = substring(blob FROM 1 FOR {SNAPSHOT_CHUNK})
+        WHERE length(blob) > {SNAPSHOT_CHUNK}
     """,
 ]
 

@@ -163,8 +163,7 @@ class SQLStore(StoreBase):
                        (*v_params, *params, format)).fetchone()
             if head is None or head[2] > head[0]:
                 return None
-            parts = {name: bytes(blob) for name, blob in run(
-                f"SELECT name, blob FROM scope_snapshot_parts WHERE {where}", params).fetchall()}
+            parts = self._snapshot_parts(run, where, params)
             return head, parts, run(f"SELECT {COLUMNS} FROM traces WHERE {where}", params).fetchall()
 
         got = self._consistent(body)
@@ -174,6 +173,11 @@ class SQLStore(StoreBase):
         ids = self.ids
         traces = TraceRows({row[0]: row for row in rows}, lambda row: to_trace(row, ids), to_fields)
         return int(head[0]), bytes(head[1]).decode("utf-8"), parts, traces
+
+    def _snapshot_parts(self, run: Run, where: str, params: Sequence[Any]) -> dict[str, bytes]:
+        """The persisted index's arrays by name (read inside ``load_snapshot``'s transaction)."""
+        return {name: bytes(blob) for name, blob in run(
+            f"SELECT name, blob FROM scope_snapshot_parts WHERE {where}", params).fetchall()}
 
     # -- whole store ---------------------------------------------------------------------------
     def stats(self, scope: Scope | None = None) -> dict[str, Any]:
