@@ -8,9 +8,9 @@ search; nothing is lost, since every index is derived from the store.
 
 Loading a scope holds more than its final size for a while (snapshot bytes, a build's
 temporaries): ``make_room`` reserves that much before the load, and ``put`` (or ``release``,
-if the load failed) gives it back. Reservations count against the budget like held indexes, and a load that would
-take the reservations past the budget waits for the others to finish: several large scopes
-loaded at once by concurrent searches do not each assume the whole budget is theirs.
+if the load failed) gives it back. Reservations count against the budget like held indexes,
+and a load that would take them past the budget waits for the others to finish: several large
+scopes loaded at once by concurrent searches do not each assume the whole budget is theirs.
 
 The scope that was just used is never dropped to make room for itself: a scope larger than the
 whole budget stays until the next scope is used, so a search always has its index. A scope is

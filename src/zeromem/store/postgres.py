@@ -37,7 +37,9 @@ transaction's lock fails after ``lock_timeout_s`` with a StoreError that says so
 from __future__ import annotations
 
 import builtins
+import itertools
 import json
+import operator
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -297,20 +299,13 @@ class PostgresStore(SQLStore):
     def _snapshot_parts(self, run: Run, where: str, params: Sequence[Any]) -> dict[str, bytes]:
         """The arrays' chunks streamed one row at a time, in binary (no hex text twice the size;
         see ``SNAPSHOT_CHUNK``), each array joined as soon as its last chunk arrived."""
-        parts: dict[str, bytes] = {}
-        chunks: list[bytes] = []
-        current = None
         rows = cast(_Runner, run).conn.cursor(binary=True).stream(
             f"SELECT name, blob FROM scope_snapshot_parts WHERE {where.replace('?', '%s')}"
             " ORDER BY name, chunk", params)
-        for name, blob in rows:
-            if name != current:
-                if current is not None:
-                    parts[current] = _joined(chunks)
-                current, chunks = name, []
-            chunks.append(blob)
-        if current is not None:
-            parts[current] = _joined(chunks)
+        parts: dict[str, bytes] = {}
+        for name, chunks in itertools.groupby(rows, key=operator.itemgetter(0)):
+            blobs = [blob for _, blob in chunks]
+            parts[name] = blobs[0] if len(blobs) == 1 else b"".join(blobs)
         return parts
 
     def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes],
@@ -712,6 +707,3 @@ class _Runner:
     def __call__(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor:
         return self.conn.execute(sql.replace("?", "%s"), params)
 
-
-def _joined(chunks: builtins.list[bytes]) -> bytes:
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
