@@ -61,3 +61,14 @@ def test_bench_tenants_end_to_end(tmp_path, example_path):
     assert document["workers"][0]["rss_ready_mb"] and document["workers"][0]["rss_max_mb"]
     assert document["timeline"]["rss"] and document["store_mb"] > 0
     assert "search" in document["server_timing_ms"]
+
+
+@pytest.mark.slow
+def test_bench_tenants_open_loop_sends_at_the_rate(tmp_path, example_path):
+    document = run(example_path, scopes=3, traces=90, small=(20, 40), large=50, seconds=6.0,
+                   clients=4, workers=1, threads=2, index_cache_mb=64, db=str(tmp_path / "t.db"),
+                   k=5, sample_s=0.5, progress=False, rate=5.0)
+    assert not failed(document), document["error_samples"]
+    sent = document["timeline"]["requests"]
+    assert 10 <= len(sent) <= 50  # Poisson arrivals at 5 / s for 6 s: ~30
+    assert all(0 <= r["t"] < 6.0 for r in sent) and document["options"]["rate"] == 5.0

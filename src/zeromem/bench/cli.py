@@ -512,6 +512,9 @@ def tenants_command(
     seed: Annotated[int, typer.Option("--seed", help="seeds the sizes and the access order")] = 0,
     sample_s: Annotated[float, typer.Option("--sample-s", min=0.05, help="RSS sampling interval")] = 1.0,
     fill_only: Annotated[bool, typer.Option("--fill-only", help="fill (--db or --cache-dir) and stop")] = False,
+    rate: Annotated[float | None, typer.Option(
+        "--rate", min=0.01, metavar="REQ/S", help="requests per second in all, as Poisson arrivals, latency "
+        "counted from when each was due (default: closed loop, each client as fast as answered)")] = None,
     k: K = 10,
     json_out: JsonOut = None,
     plot_out: Annotated[Path | None, typer.Option("--plot", metavar="OUT.png",
@@ -531,7 +534,8 @@ def tenants_command(
                        small=bounds, large=large, seconds=seconds, clients=clients, workers=workers,
                        threads=threads, index_cache_mb=index_cache_mb, db=db, cache_dir=cache_dir,
                        write_share=write_share, zipf=zipf, k=k, seed=seed, sample_s=sample_s,
-                       json_out=json_out, plot_out=plot_out, progress=progress, fill_only=fill_only)
+                       json_out=json_out, plot_out=plot_out, progress=progress, fill_only=fill_only,
+                       rate=rate)
     except (ZeromemError, FileNotFoundError, ValueError, RuntimeError) as exc:
         _fail(str(exc))
     if json_out is not None:

@@ -10,7 +10,12 @@ while ``clients`` HTTP clients send, for ``seconds``, requests to Zipf-distribut
 (the scope of popularity rank r is picked with probability ∝ 1/r^zipf; ranks are a random
 permutation of the scopes, independent of their size), ``write_share`` of them writes
 (POST /v1/traces into a session of the run's own), the rest searches with one of the
-conversation's questions, each request to a random worker.
+conversation's questions, each request to a random worker. By default each client sends its
+next request as soon as the last one answered (closed loop: the servers run saturated, and
+latency is mostly waiting for a core). With ``rate`` the requests arrive at that many per
+second in all (each client a Poisson stream of ``rate / clients``; open loop), and a request's
+latency counts from the moment it was due, so a client still waiting on its previous answer
+adds that delay instead of hiding it.
 
 Reported: every worker's resident memory over time (VmRSS from /proc/<pid>/status, sampled
 every ``sample_s``) against models + cache budget + 15 % (models: its RSS once ready, before
@@ -264,10 +269,20 @@ def _zipf_choices(scopes: int, exponent: float, count: int, seed: int) -> np.nda
 
 async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: list[str],
                   choices: np.ndarray, questions: list[str], texts: list[str], write_share: float,
-                  started: float, deadline: float, k: int, run: Run, run_tag: str) -> None:
+                  started: float, deadline: float, k: int, run: Run, run_tag: str,
+                  rate: float | None = None) -> None:
     rng = random.Random(number)
+    arrivals = random.Random(f"arrivals:{number}")
+    due = started
     sent = 0
-    while time.perf_counter() < deadline:
+    while True:
+        if rate is None:
+            due = time.perf_counter()
+        else:
+            due += arrivals.expovariate(rate)
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        if due >= deadline:
+            break
         scope = int(choices[(number * 7919 + sent) % len(choices)])
         worker = rng.randrange(len(ports))
         sent += 1
@@ -276,7 +291,7 @@ async def _client(number: int, http: httpx.AsyncClient, ports: list[int], keys: 
         cold = not write and (worker, scope) not in run.searched
         if not write:
             run.searched.add((worker, scope))
-        start = time.perf_counter()
+        start = due
         try:
             response = await http.post(f"http://127.0.0.1:{ports[worker]}{path}", json=body,
                                        headers={"Authorization": f"Bearer {keys[scope]}"})
@@ -312,7 +327,7 @@ def _sampler(pids: list[int], ports: list[int], key: str, started: float, stop: 
 
 async def load(ports: list[int], pids: list[int], keys: list[str], questions: list[str],
                texts: list[str], *, clients: int, seconds: float, write_share: float, k: int,
-               zipf: float, seed: int, sample_s: float) -> Run:
+               zipf: float, seed: int, sample_s: float, rate: float | None = None) -> Run:
     run = Run()
     run_tag = time.strftime("%Y%m%d%H%M%S")
     choices = _zipf_choices(len(keys), zipf, 200_000, seed)
@@ -328,7 +343,8 @@ async def load(ports: list[int], pids: list[int], keys: list[str], questions: li
         async with httpx.AsyncClient(timeout=120.0, limits=limits) as http:
             deadline = started + seconds
             await asyncio.gather(*(_client(n, http, ports, keys, choices, questions, texts,
-                                           write_share, started, deadline, k, run, run_tag)
+                                           write_share, started, deadline, k, run, run_tag,
+                                           rate / clients if rate else None)
                                    for n in range(clients)))
     finally:
         stop.set()
@@ -416,7 +432,8 @@ def run(data: Path, *, scopes: int = 2000, traces: int = 1_000_000, small: tuple
         threads: int = 4, index_cache_mb: int | None = 1024, db: str | None = None,
         cache_dir: Path | None = None, write_share: float = 0.2, zipf: float = 1.1, k: int = 10,
         seed: int = 0, sample_s: float = 1.0, json_out: Path | None = None, plot_out: Path | None = None,
-        progress: bool = True, console: Console | None = None, fill_only: bool = False) -> dict[str, Any]:
+        progress: bool = True, console: Console | None = None, fill_only: bool = False,
+        rate: float | None = None) -> dict[str, Any]:
     sizes = scope_sizes(scopes, traces, small, large, seed)
     conversation = _conversation(data)
     questions = questions_of(conversation) or [d["text"] for d in conversation.drafts]
@@ -424,7 +441,8 @@ def run(data: Path, *, scopes: int = 2000, traces: int = 1_000_000, small: tuple
     options = {"scopes": scopes, "traces": traces, "small": list(small), "large": large,
                "seconds": seconds, "clients": clients, "workers": workers, "threads": threads,
                "index_cache_mb": index_cache_mb, "write_share": write_share, "zipf": zipf, "k": k,
-               "seed": seed, "sample_s": sample_s, "cache_dir": str(cache_dir) if cache_dir else None}
+               "seed": seed, "sample_s": sample_s, "cache_dir": str(cache_dir) if cache_dir else None,
+               "rate": rate}
     if fill_only:
         if db is None and cache_dir is None:
             raise ValueError("--fill-only keeps the filled store: give --db or --cache-dir")
@@ -456,7 +474,7 @@ def run(data: Path, *, scopes: int = 2000, traces: int = 1_000_000, small: tuple
             started = time.perf_counter()
             tally = asyncio.run(load(ports, [p.pid for p in procs], keys, questions, texts,
                                      clients=clients, seconds=seconds, write_share=write_share,
-                                     k=k, zipf=zipf, seed=seed, sample_s=sample_s))
+                                     k=k, zipf=zipf, seed=seed, sample_s=sample_s, rate=rate))
             wall_s = time.perf_counter() - started
         finally:
             stop_servers(procs)
@@ -499,7 +517,8 @@ def print_tables(document: dict[str, Any], console: Console | None = None) -> No
     title = (f"bench tenants ({document['backend']}): {document['scopes']} scopes, {document['traces']:,} traces "
              f"(sizes {document['size_min']}-{document['size_max']}, median {document['size_median']}, "
              f"{document['large_scopes']} large), {options['workers']} worker(s), {options['clients']} clients, "
-             f"{options['seconds']:.0f} s, {options['write_share']:.0%} writes, zipf {options['zipf']}")
+             f"{options['seconds']:.0f} s, {options['write_share']:.0%} writes, zipf {options['zipf']}, "
+             + (f"open loop at {options['rate']} req/s" if options.get("rate") else "closed loop"))
     table = Table(title=title)
     for column in ("", "n", "p50 ms", "p95 ms", "p99 ms", "max ms"):
         table.add_column(column, justify="right")
