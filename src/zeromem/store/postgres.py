@@ -299,9 +299,8 @@ class PostgresStore(SQLStore):
     def _snapshot_parts(self, run: Run, where: str, params: Sequence[Any]) -> dict[str, bytes]:
         """The arrays' chunks streamed one row at a time, in binary (no hex text twice the size;
         see ``SNAPSHOT_CHUNK``), each array joined as soon as its last chunk arrived."""
-        rows = cast(_Runner, run).conn.cursor(binary=True).stream(
-            f"SELECT name, blob FROM scope_snapshot_parts WHERE {where.replace('?', '%s')}"
-            " ORDER BY name, chunk", params)
+        rows = cast(_Runner, run).stream(
+            f"SELECT name, blob FROM scope_snapshot_parts WHERE {where} ORDER BY name, chunk", params)
         parts: dict[str, bytes] = {}
         for name, chunks in itertools.groupby(rows, key=operator.itemgetter(0)):
             blobs = [blob for _, blob in chunks]
@@ -706,4 +705,8 @@ class _Runner:
 
     def __call__(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor:
         return self.conn.execute(sql.replace("?", "%s"), params)
+
+    def stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple]:
+        """The rows one at a time, in binary (psycopg's single-row mode)."""
+        return self.conn.cursor(binary=True).stream(sql.replace("?", "%s"), params)
 
