@@ -210,17 +210,28 @@ class PreparedScope:
                                        trace.event_time, trace.session_time, trace.recorded_at, trace.role))
 
     def _set_fields(self, slot: int, rowid: int, fields: tuple) -> None:
-        """The per-turn facts that are read straight off the trace."""
-        text, attachments, speaker, session, event_time, session_time, recorded_at, role = fields
-        self._rowid[slot] = rowid
-        self.turn_text[slot] = text
-        self.turn_lower[slot] = " ".join([text, *attachments]).lower()  # captions count
-        self.turn_speaker[slot] = speaker
-        self._question_like[slot] = text.rstrip().endswith("?")
-        self._by_user[slot] = role == "user"
-        self._session_name[slot] = session
-        self._time[slot] = utc_key(event_time or session_time or recorded_at)
-        self._speaker_counts[speaker] += 1
+        self._set_fields_many([slot], [rowid], [fields])
+
+    def _set_fields_many(self, slots: list[int], rowids: list[int], rows: list[tuple]) -> None:
+        """The per-turn facts that are read straight off the traces (``rows``: the fields of
+        ``TraceRows.fields``), the arrays set in one assignment each: a cold open sets every turn."""
+        question_like, by_user, sessions, times = [], [], [], []
+        for slot, (text, attachments, speaker, session, event_time, session_time, recorded_at,
+                   role) in zip(slots, rows):
+            self.turn_text[slot] = text
+            self.turn_lower[slot] = " ".join([text, *attachments]).lower()  # captions count
+            self.turn_speaker[slot] = speaker
+            self._speaker_counts[speaker] += 1
+            question_like.append(text.rstrip().endswith("?"))
+            by_user.append(role == "user")
+            sessions.append(session)
+            times.append(utc_key(event_time or session_time or recorded_at))
+        at = np.asarray(slots, dtype=np.int64)
+        self._rowid[at] = rowids
+        self._question_like[at] = question_like
+        self._by_user[at] = by_user
+        self._session_name[at] = sessions
+        self._time[at] = times
 
     def _after_update(self, change: Change) -> None:
         index = self.index
@@ -315,10 +326,14 @@ class PreparedScope:
         n = index.n_slots
         prep._grow(n)
         firsts = index.turns.rowids
+        slots, rowids, rows = [], [], []
         for slot in index.turns.live().tolist():
             fields = index.traces.fields(slot)
             if fields is not None:  # a trace deleted since the snapshot: the next sync clears it
-                prep._set_fields(slot, int(firsts[slot][0]), fields)
+                slots.append(slot)
+                rowids.append(int(firsts[slot][0]))
+                rows.append(fields)
+        prep._set_fields_many(slots, rowids, rows)
         ptr, days = arrays["turn_dates_ptr"].tolist(), arrays["turn_dates"].tolist()
         # Most turns carry just their session's date: equal lists are one shared (read-only) list.
         shared: dict[tuple[int, ...], list[tuple[dt.date, dt.date]]] = {}
