@@ -41,7 +41,6 @@ NOT_RANKING = {
     "ANN_OVERFETCH": "indexes/dense.py: HNSW, as above",
     "SINGLE_THREAD_ABOVE": "indexes/dense.py: einsum instead of BLAS above this many rows (same scores)",
     "LOCK_STRIPES": "retrieval/scopes.py: how many locks the scopes share",
-    "COUNTED_MAX": "retrieval/scopes.py: how many scope sizes are remembered for scheduling",
     "MERGE_MIN": "indexes/lexical.py: when postings are merged (the scores are the same either way)",
     "MERGE_SHARE": "indexes/lexical.py: as above",
     "REMEASURE_GROWTH": "retrieval/cache.py: when a cached index is measured again",

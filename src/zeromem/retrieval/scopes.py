@@ -44,7 +44,6 @@ TRIM_AFTER_EVICTED = 32 << 20  # ... and evicted bytes between two such returns
 BYTES_PER_TURN = 16 << 10  # a scope's expected index size per trace, until the cache has measured one
 LOAD_PEAK = 2  # loading an index holds about its size again in transient bytes (snapshot blobs, temporaries)
 LOCK_STRIPES = 256
-COUNTED_MAX = 100_000  # scope sizes remembered for load_turns (a few MB at most)
 
 
 class ScopeIndexes:
@@ -69,7 +68,6 @@ class ScopeIndexes:
         # the dirty sessions were last compared with them.
         self._overlays: dict[tuple[str, str], dict[str, tuple[tuple, frozenset[str]]]] = {}
         self._overlay_version: dict[tuple[str, str], int] = {}
-        self._counted: dict[tuple[str, str], int] = {}  # traces per scope when last loaded or asked
 
     def lock(self, scope: Scope) -> threading.RLock:
         return self._stripes[hash(scope.key) % LOCK_STRIPES]
@@ -78,23 +76,6 @@ class ScopeIndexes:
         """The scope's prepared index as it is in memory now (no sync), or None."""
         prep: PreparedScope | None = self._cache.peek(scope.key)
         return prep
-
-    def load_turns(self, scope: Scope) -> int:
-        """How many turns a search of ``scope`` would load before it could run: 0 when its
-        index is held here (at most brought up to date), else its traces as counted when this
-        process last loaded or asked (one indexed count the first time). A hint for scheduling
-        (the server's lanes), not a guarantee: writes may have grown the scope since."""
-        if self._cache.peek(scope.key) is not None:
-            return 0
-        known = self._counted.get(scope.key)
-        return self._count(scope) if known is None else known
-
-    def _count(self, scope: Scope) -> int:
-        counted: int = self.store.count(scope)
-        if len(self._counted) >= COUNTED_MAX:
-            self._counted.clear()
-        self._counted[scope.key] = counted
-        return counted
 
     def held_scopes(self) -> list[Scope]:
         """The scopes held in memory."""
@@ -165,7 +146,7 @@ class ScopeIndexes:
                 return self._brought_up(scope, prep, current, None)
             # Room first, for the index and for what loading it holds at the same time (the
             # snapshot's bytes, a build's temporaries): never built on top of a full budget.
-            expected = self._count(scope) * self._cache.bytes_per_slot(BYTES_PER_TURN)
+            expected = self.store.count(scope) * self._cache.bytes_per_slot(BYTES_PER_TURN)
             reservation = self._cache.make_room(LOAD_PEAK * expected)
             try:
                 self._trim_after_evictions()

@@ -3,9 +3,7 @@
 Every handler takes the scope from the API key (``Caller``), never from the request body or
 query, so no id, filter or field a client sends can reach another scope. Handlers are plain
 ``def`` functions: FastAPI runs them on its thread pool, and ``Memory`` is safe to share
-between threads (per-scope locks; one store connection guarded by a lock). Search and context
-hand their work to ``lanes.py``, which runs it on that pool too unless it would first load a
-large scope.
+between threads (per-scope locks; one store connection guarded by a lock).
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ from pydantic import Discriminator, Tag
 from ..._internals import retriever_of
 from ...errors import InvalidInput, ZeromemError
 from ...memory import Memory
-from . import lanes
 from .auth import Caller
 from .errors import ApiError
 from .schemas import (
@@ -195,28 +192,24 @@ def import_file(who: CallerDep, mem: MemoryDep, file: Annotated[UploadFile, File
 # -- retrieval -------------------------------------------------------------------------------
 @router.post("/search", response_model=SearchOut, tags=["retrieval"],
              summary="Evidence for a query: verbatim turns with provenance and the 'why' of each")
-async def search(body: SearchIn, request: Request, who: CallerDep, mem: MemoryDep) -> SearchOut:
-    def run() -> SearchOut:
-        result = mem.search_detailed(body.query, k=body.k, session=body.session, as_of=body.as_of,
-                                     filters=body.filters, now=body.now, **_scope(who))
-        return SearchOut(query=body.query,
-                         evidence=[EvidenceOut.from_evidence(ev, why=body.why) for ev in result.evidence],
-                         no_answer_score=float(result.no_answer_score),
-                         route={"primary": result.route.primary, "rho": result.route.rho},
-                         timings={k: float(v) for k, v in result.timings.items()},
-                         degraded=list(result.degraded))
-    return await lanes.run_search(request, mem, who.scope, run)
+def search(body: SearchIn, who: CallerDep, mem: MemoryDep) -> SearchOut:
+    result = mem.search_detailed(body.query, k=body.k, session=body.session, as_of=body.as_of,
+                                 filters=body.filters, now=body.now, **_scope(who))
+    return SearchOut(query=body.query,
+                     evidence=[EvidenceOut.from_evidence(ev, why=body.why) for ev in result.evidence],
+                     no_answer_score=float(result.no_answer_score),
+                     route={"primary": result.route.primary, "rho": result.route.rho},
+                     timings={k: float(v) for k, v in result.timings.items()},
+                     degraded=list(result.degraded))
 
 
 @router.post("/context", response_model=ContextOut, tags=["retrieval"],
              summary="The prompt block for a query: chronological evidence within a token budget")
-async def context(body: ContextIn, request: Request, who: CallerDep, mem: MemoryDep) -> ContextOut:
-    def run() -> ContextOut:
-        rendered = mem.render_context(body.query, k=body.k, budget_tokens=body.budget_tokens,
-                                      session=body.session, as_of=body.as_of, filters=body.filters,
-                                      include_active=body.include_active, now=body.now, **_scope(who))
-        return ContextOut.from_rendered(rendered, why=body.why)
-    return await lanes.run_search(request, mem, who.scope, run)
+def context(body: ContextIn, who: CallerDep, mem: MemoryDep) -> ContextOut:
+    rendered = mem.render_context(body.query, k=body.k, budget_tokens=body.budget_tokens,
+                                  session=body.session, as_of=body.as_of, filters=body.filters,
+                                  include_active=body.include_active, now=body.now, **_scope(who))
+    return ContextOut.from_rendered(rendered, why=body.why)
 
 
 @router.post("/answer", response_model=AnswerOut, tags=["retrieval"],
