@@ -105,6 +105,15 @@ class TraceSlots:
         return (item.text, item.attachments, item.speaker, item.session, item.event_time,
                 item.session_time, item.recorded_at, item.role)
 
+    def loaded_fields(self) -> tuple[list[int], list[int], list[tuple]]:
+        """For an index loaded from a snapshot: (slots, rowids, fields) of every slot whose trace
+        is a row of the loaded ``TraceRows``, in slot order — one pass, not a call per turn."""
+        if self._rows is None:
+            return [], [], []
+        pointed = [(slot, item) for slot, item in enumerate(self._items) if isinstance(item, int)]
+        rowids = [rowid for _, rowid in pointed]
+        return [slot for slot, _ in pointed], rowids, self._rows.fields_many(rowids)
+
     def __getitem__(self, slot: int) -> Trace | None:
         item = self._items[slot]
         if isinstance(item, int):

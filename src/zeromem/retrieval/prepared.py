@@ -219,7 +219,7 @@ class PreparedScope:
         for slot, (text, attachments, speaker, session, event_time, session_time, recorded_at,
                    role) in zip(slots, rows):
             self.turn_text[slot] = text
-            self.turn_lower[slot] = " ".join([text, *attachments]).lower()  # captions count
+            self.turn_lower[slot] = (" ".join([text, *attachments]) if attachments else text).lower()  # captions count
             self.turn_speaker[slot] = speaker
             self._speaker_counts[speaker] += 1
             question_like.append(text.rstrip().endswith("?"))
@@ -325,15 +325,11 @@ class PreparedScope:
         prep = cls(index)
         n = index.n_slots
         prep._grow(n)
-        firsts = index.turns.rowids
-        slots, rowids, rows = [], [], []
-        for slot in index.turns.live().tolist():
-            fields = index.traces.fields(slot)
-            if fields is not None:  # a trace deleted since the snapshot: the next sync clears it
-                slots.append(slot)
-                rowids.append(int(firsts[slot][0]))
-                rows.append(fields)
-        prep._set_fields_many(slots, rowids, rows)
+        # The live turns whose trace was read with the snapshot (one deleted since is not: the
+        # next sync clears its slot).
+        slots, rowids, fields = index.traces.loaded_fields()
+        prep._set_fields_many(slots, rowids, fields)
+        first_rowid = dict(zip(slots, rowids))
         ptr, days = arrays["turn_dates_ptr"].tolist(), arrays["turn_dates"].tolist()
         # Most turns carry just their session's date: equal lists are one shared (read-only) list.
         shared: dict[tuple[int, ...], list[tuple[dt.date, dt.date]]] = {}
@@ -352,7 +348,7 @@ class PreparedScope:
                             for slot, spans in facts["annotations"].items()}
         prep._assertions = {int(slot): [StateAssertion(*a) for a in found]
                             for slot, found in facts["assertions"].items()}
-        prep._order = {slot: _order_key(trace, int(firsts[slot][0])) for slot in prep._assertions
+        prep._order = {slot: _order_key(trace, first_rowid[slot]) for slot in prep._assertions
                        if (trace := index.traces[slot]) is not None}
         prep.hier = Hierarchy.from_state(index, {k[5:]: v for k, v in arrays.items() if k.startswith("hier.")})
         prep.graph = EntityGraph.from_state({k[6:]: v for k, v in arrays.items() if k.startswith("graph.")},

@@ -36,6 +36,11 @@ class TraceRows:
         row = self._rows.get(rowid)
         return None if row is None else self._to_fields(row)
 
+    def fields_many(self, rowids: list[int]) -> list[tuple]:
+        """``fields`` of each of ``rowids``, every one of which must be a row here."""
+        rows, to_fields = self._rows, self._to_fields
+        return [to_fields(rows[rowid]) for rowid in rowids]
+
 
 class SnapshotStore(ABC):
     """Persisted indexes: derived and disposable, never newer than the scope's last wipe."""
