@@ -41,6 +41,7 @@ NOT_RANKING = {
     "ANN_OVERFETCH": "indexes/dense.py: HNSW, as above",
     "SINGLE_THREAD_ABOVE": "indexes/dense.py: einsum instead of BLAS above this many rows (same scores)",
     "LOCK_STRIPES": "retrieval/scopes.py: how many locks the scopes share",
+    "RESAVE_MIN_CHANGES": "retrieval/snapshots.py: when a persisted index is written again",
     "MERGE_MIN": "indexes/lexical.py: when postings are merged (the scores are the same either way)",
     "MERGE_SHARE": "indexes/lexical.py: as above",
     "REMEASURE_GROWTH": "retrieval/cache.py: when a cached index is measured again",

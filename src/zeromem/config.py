@@ -59,7 +59,8 @@ class RetrievalConfig:
     # opening it — or reopening it after the index cache dropped it — reads arrays instead of
     # re-deriving every unit (measured on LoCoMo scopes of 369–680 turns: 13–41 ms instead of
     # 390–740 ms; ~9 KB of disk per turn); it is written again when more than
-    # ``snapshot_stale_share`` of its turns changed since (at close(), index() and eviction).
+    # ``snapshot_stale_share`` of its turns, and at least ``snapshots.RESAVE_MIN_CHANGES``,
+    # changed since (at close(), index() and eviction).
     snapshot_min_turns: int = 32
     snapshot_stale_share: float = 0.02
     use_graph: bool = True
