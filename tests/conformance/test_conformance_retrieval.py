@@ -73,3 +73,31 @@ def test_the_same_history_gives_the_same_evidence_twice(tmp_path, store_url):
     first = run(store_url)
     assert first == run("sqlite://" + (tmp_path / "again.db").as_posix())
     assert all(first)
+
+
+def _derived(memory) -> tuple[dict, list]:
+    """The scope's derived units by (session, level, position) → (id, text, traces, has a
+    vector), and their mentions by the same key, as the store hands them to an index."""
+    changes = store_of(memory).read_changes(memory.scope, 0, set())
+    units = {(u[1], u[2], u[3]): (u[0], u[4], u[6], u[7] is not None) for u in changes["units"]}
+    key_of = {fields[0]: key for key, fields in units.items()}
+    mentions = sorted((key_of[m[0]], *m[1:]) for m in changes["mentions"])
+    return units, mentions
+
+
+def test_a_turn_appended_to_a_session_keeps_its_unchanged_units_and_equals_a_rebuild(memory):
+    memory.add_many(NOTES)
+    before, _ = _derived(memory)
+    memory.add("Lena says Biscuit now sleeps on the new kitchen chairs.", session="s1", speaker="Ana")
+    after, mentions = _derived(memory)
+    # The earlier turns of s1 keep their unit rows (same ids); s2 and s3 are untouched.
+    for key, (uid, text, traces, _) in before.items():
+        if key[1] == "turn" or key[0] != "s1":
+            assert after[key][:3] == (uid, text, traces), key
+    new_turns = [key for key in after if key[0] == "s1" and key[1] == "turn" and key not in before]
+    assert len(new_turns) == 1
+
+    memory.reindex()
+    rebuilt, rebuilt_mentions = _derived(memory)
+    assert {k: v[1:] for k, v in after.items()} == {k: v[1:] for k, v in rebuilt.items()}
+    assert mentions == rebuilt_mentions

@@ -284,16 +284,35 @@ def commit_session(conn: Any, scope_key: str, session: str,
         (scope_key, session)).fetchall()
     if [(int(a), int(b)) for a, b in current] != [(int(a), int(b)) for a, b in expected]:
         raise Stale
-    conn.execute("DELETE FROM units WHERE scope_key = %s AND session = %s", (scope_key, session))
-    ids = allocate(conn, "zeromem_unit_ids", len(units))
+    # A write changes a few units of its session (its turn, spans, window, episode): rows that
+    # stay exactly the same are kept (with their mentions), the rest replaced, as on SQLite —
+    # rewriting a long session's every unit and vector per appended turn made writes O(session).
+    kept: dict[tuple, list[int]] = {}
+    for row in conn.execute(
+            "SELECT id, level, position, text_hash, rowids, first_seq, last_seq, speaker, time,"
+            " vec IS NOT NULL FROM units WHERE scope_key = %s AND session = %s ORDER BY id",
+            (scope_key, session)):
+        kept.setdefault((*row[1:4], tuple(int(r) for r in row[4]), *row[5:]), []).append(int(row[0]))
+    fresh = []
+    for u in units:
+        same = kept.get((u.level, u.position, u.text_hash, tuple(int(r) for r in u.rowids), u.first_seq,
+                         u.last_seq, u.speaker, u.time, u.vector is not None))
+        if same:
+            same.pop(0)
+        else:
+            fresh.append(u)
+    stale = sorted(uid for ids in kept.values() for uid in ids)
+    if stale:  # their mentions go with them (ON DELETE CASCADE)
+        conn.execute("DELETE FROM units WHERE scope_key = %s AND id = ANY(%s)", (scope_key, stale))
+    ids = allocate(conn, "zeromem_unit_ids", len(fresh))
     cur = conn.cursor()
-    if units:
+    if fresh:
         cur.executemany(
             "INSERT INTO units (scope_key, id, session, level, position, text, text_hash, rowids,"
             " first_seq, last_seq, speaker, time, vec) VALUES (%s,%s,%s,%s,%s,%s,%s,%s::bigint[],%s,%s,%s,%s,%s)",
             [(scope_key, uid, session, u.level, u.position, u.text, u.text_hash, list(u.rowids),
-              u.first_seq, u.last_seq, u.speaker, u.time, vec(u.vector)) for uid, u in zip(ids, units)])
-    mention_rows = [(scope_key, uid, *m) for uid, u in zip(ids, units) for m in u.mentions]
+              u.first_seq, u.last_seq, u.speaker, u.time, vec(u.vector)) for uid, u in zip(ids, fresh)])
+    mention_rows = [(scope_key, uid, *m) for uid, u in zip(ids, fresh) for m in u.mentions]
     if mention_rows:
         cur.executemany("INSERT INTO unit_mentions (scope_key, unit_id, entity, label, surface, count)"
                         " VALUES (%s,%s,%s,%s,%s,%s)", mention_rows)
