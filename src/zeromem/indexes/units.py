@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..types import Trace
 
@@ -34,10 +34,12 @@ class UnitDraft:
     # with one space between them); the costly encoders read only the spans of a long turn's
     # head (EncoderConfig.max_encoded_chars). 0 for every other level.
     offset: int = 0
+    # Made once: a write re-segments its session and reads each draft's hash several times
+    # (episodes and windows are long texts).
+    text_hash: str = field(init=False, compare=False)
 
-    @property
-    def text_hash(self) -> str:
-        return hashlib.blake2b(self.text.encode("utf-8"), digest_size=12).hexdigest()
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text_hash", hashlib.blake2b(self.text.encode("utf-8"), digest_size=12).hexdigest())
 
 
 def turn_text(trace: Trace) -> str:
