@@ -181,7 +181,9 @@ class Indexer:
         """Text already encoded anywhere in the scope — the unchanged turns of a re-derived
         session, a repeated "thanks!", a re-imported conversation — reuses its stored vector
         and mentions instead of being encoded again."""
-        wanted = sorted({d.text_hash for p in plans for d in p["drafts"]})
+        # Only turns (vectors, mentions) and spans (vectors) are ever encoded; windows and episodes
+        # take their turns' mean, so looking their hashes up would cost index probes for nothing.
+        wanted = sorted({d.text_hash for p in plans for d in p["drafts"] if d.level in _EMBEDDED_LEVELS})
         found_vecs, found_mentions = self.store.stored_encodings(scope, wanted)
         for plan in plans:
             for key, vec in found_vecs.items():
