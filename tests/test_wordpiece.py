@@ -77,3 +77,11 @@ def test_every_stable_character_gives_the_same_ids(pair):
 
 def test_a_tokenizer_json_of_another_kind_is_refused():
     assert WordPieceTokenizer.from_spec({"model": {"type": "BPE"}}) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+def test_ascii_text_takes_the_fast_path_to_the_same_words_and_ids(pair, text):
+    ours, _ = pair
+    assert ours._split(text) == ours._words(ours._normalize(text))  # the per-character steps
+    _same(pair, text)

@@ -40,6 +40,15 @@ _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700,
 _ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
+# ASCII text (most of what an English memory holds) skips the per-character steps: the same
+# result from str.translate, str.lower and one regex. Cleaning drops the C0 controls and DEL
+# except tab and newlines, which become spaces; ASCII has no accents or CJK; BERT counts all 32
+# ASCII punctuation and symbol characters as punctuation.
+_ASCII_CLEAN = str.maketrans({**{chr(c): None for c in (*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F)},
+                              "\t": " ", "\n": " ", "\r": " "})
+_ASCII_WORD = re.compile(r"[^\s!-/:-@\[-`{-~]+|[!-/:-@\[-`{-~]")
+
+
 def _is_cjk(code: int) -> bool:
     return any(low <= code <= high for low, high in _CJK_RANGES)
 
@@ -135,9 +144,16 @@ class WordPieceTokenizer:
 
     def _encode_plain(self, text: str) -> list[int]:
         ids: list[int] = []
-        for word in self._words(self._normalize(text)):
+        for word in self._split(text):
             ids += self._word_ids(word)
         return ids
+
+    def _split(self, text: str) -> list[str]:
+        """The normalized words of ``text`` (steps 2 and 3)."""
+        if self.clean_text and text.isascii():
+            return _ASCII_WORD.findall(text.translate(_ASCII_CLEAN).lower() if self.lowercase
+                                       else text.translate(_ASCII_CLEAN))
+        return self._words(self._normalize(text))
 
     def _normalize(self, text: str) -> str:
         if self.clean_text:
