@@ -284,7 +284,9 @@ def commit_session(conn: sqlite3.Connection, user: str, agent: str, session: str
     for start in range(0, len(stale), 500):
         chunk = stale[start:start + 500]
         conn.execute(f"DELETE FROM units WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-    mentioned: set[str] = set()
+    # Vectors the indexer made (entities the scope had none for) go in for every unit's
+    # mentions, kept or new.
+    mentioned = {m[0] for unit in units for m in unit.mentions}
     for unit in fresh:
         cur = conn.execute(
             "INSERT INTO units (user_key, agent_key, session, level, position, text, text_hash, trace_rowids,"
@@ -296,7 +298,6 @@ def commit_session(conn: sqlite3.Connection, user: str, agent: str, session: str
             conn.execute("INSERT INTO unit_vectors VALUES (?,?,?)", (uid, "dense", unit.vector))
         if unit.mentions:
             conn.executemany("INSERT INTO unit_mentions VALUES (?,?,?,?,?)", [(uid, *m) for m in unit.mentions])
-            mentioned.update(m[0] for m in unit.mentions)
     # The session's entities get their vectors in the same transaction, so a reader never sees
     # a mention whose entity vector is still missing. (Vectors of entities nobody mentions any
     # more are removed by the update/delete that dropped them.)

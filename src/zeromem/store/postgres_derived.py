@@ -316,7 +316,9 @@ def commit_session(conn: Any, scope_key: str, session: str,
     if mention_rows:
         cur.executemany("INSERT INTO unit_mentions (scope_key, unit_id, entity, label, surface, count)"
                         " VALUES (%s,%s,%s,%s,%s,%s)", mention_rows)
-    mentioned = sorted({m[2] for m in mention_rows})
+    # Vectors the indexer made (entities the scope had none for) go in for every unit's
+    # mentions, kept or new, as when every row was replaced.
+    mentioned = sorted({m[0] for u in units for m in u.mentions})
     vector_rows = [(scope_key, e, "dense", vec(entity_vectors[e])) for e in mentioned if e in entity_vectors]
     if vector_rows:
         cur.executemany("INSERT INTO entity_vectors (scope_key, entity, model, vec) VALUES (%s,%s,%s,%s)"
