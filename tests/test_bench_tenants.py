@@ -61,6 +61,9 @@ def test_bench_tenants_end_to_end(tmp_path, example_path):
     assert document["workers"][0]["rss_ready_mb"] and document["workers"][0]["rss_max_mb"]
     assert document["timeline"]["rss"] and document["store_mb"] > 0
     assert "search" in document["server_timing_ms"]
+    cold = document["search_server_ms"]["cold"]
+    assert cold["search-cpu"]["n"] == cold["search"]["n"] >= 1  # the search thread's own CPU, per search
+    assert 0 < cold["search-cpu"]["p50"] <= cold["search"]["max"]
 
 
 @pytest.mark.slow
