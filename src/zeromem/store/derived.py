@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .base import VERSION_FLOOR_KEY
+from .rows import split_units, unit_key
 
 # A list of ids bound as ONE JSON parameter: no limit on how many (SQLite caps the number of
 # bound variables per statement, at 999 in older builds).
@@ -262,25 +263,14 @@ def commit_session(conn: sqlite3.Connection, user: str, agent: str, session: str
         (user, agent, session)).fetchall()
     if [tuple(r) for r in current] != [tuple(e) for e in expected]:
         return False
-    # A write changes a few units of its session (its turn, spans, window, episode): rows that
-    # stay exactly the same are kept, the rest replaced. A unit's vector and mentions follow
-    # from its text (stored encodings are reused by text hash), so equal keys mean equal rows.
-    kept: dict[tuple, list[int]] = {}
-    for row in conn.execute(
+    # Rows that stay exactly the same are kept, the rest replaced (rows.split_units).
+    fresh, stale = split_units(
+        ((uid, unit_key(level, position, text_hash, json.loads(rowids), first, last, speaker, time, has_vector))
+         for uid, level, position, text_hash, rowids, first, last, speaker, time, has_vector in conn.execute(
             "SELECT u.id, u.level, u.position, u.text_hash, u.trace_rowids, u.first_seq, u.last_seq,"
             " u.speaker, u.time, v.unit_id IS NOT NULL FROM units u LEFT JOIN unit_vectors v ON v.unit_id = u.id"
-            " WHERE u.user_key=? AND u.agent_key=? AND u.session=? ORDER BY u.id", (user, agent, session)):
-        kept.setdefault(tuple(row[1:]), []).append(row[0])
-    fresh = []
-    for unit in units:
-        key = (unit.level, unit.position, unit.text_hash, json.dumps(list(unit.rowids)), unit.first_seq,
-               unit.last_seq, unit.speaker, unit.time, unit.vector is not None)
-        same = kept.get(key)
-        if same:
-            same.pop(0)
-        else:
-            fresh.append(unit)
-    stale = [uid for ids in kept.values() for uid in ids]
+            " WHERE u.user_key=? AND u.agent_key=? AND u.session=? ORDER BY u.id", (user, agent, session))),
+        units)
     for start in range(0, len(stale), 500):
         chunk = stale[start:start + 500]
         conn.execute(f"DELETE FROM units WHERE id IN ({','.join('?' * len(chunk))})", chunk)

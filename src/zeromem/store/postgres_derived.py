@@ -23,6 +23,7 @@ from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
 from .base import VERSION_FLOOR_KEY
+from .rows import split_units, unit_key
 
 
 def register_vector(conn: Any, info: TypeInfo) -> None:
@@ -284,24 +285,15 @@ def commit_session(conn: Any, scope_key: str, session: str,
         (scope_key, session)).fetchall()
     if [(int(a), int(b)) for a, b in current] != [(int(a), int(b)) for a, b in expected]:
         raise Stale
-    # A write changes a few units of its session (its turn, spans, window, episode): rows that
-    # stay exactly the same are kept (with their mentions), the rest replaced, as on SQLite —
-    # rewriting a long session's every unit and vector per appended turn made writes O(session).
-    kept: dict[tuple, list[int]] = {}
-    for row in conn.execute(
+    # Rows that stay exactly the same are kept (with their mentions), the rest replaced
+    # (rows.split_units): rewriting every unit and vector per appended turn made writes O(session).
+    fresh, stale = split_units(
+        ((int(uid), unit_key(level, position, text_hash, rowids, first, last, speaker, time, has_vector))
+         for uid, level, position, text_hash, rowids, first, last, speaker, time, has_vector in conn.execute(
             "SELECT id, level, position, text_hash, rowids, first_seq, last_seq, speaker, time,"
             " vec IS NOT NULL FROM units WHERE scope_key = %s AND session = %s ORDER BY id",
-            (scope_key, session)):
-        kept.setdefault((*row[1:4], tuple(int(r) for r in row[4]), *row[5:]), []).append(int(row[0]))
-    fresh = []
-    for u in units:
-        same = kept.get((u.level, u.position, u.text_hash, tuple(int(r) for r in u.rowids), u.first_seq,
-                         u.last_seq, u.speaker, u.time, u.vector is not None))
-        if same:
-            same.pop(0)
-        else:
-            fresh.append(u)
-    stale = sorted(uid for ids in kept.values() for uid in ids)
+            (scope_key, session))),
+        units)
     if stale:  # their mentions go with them (ON DELETE CASCADE)
         conn.execute("DELETE FROM units WHERE scope_key = %s AND id = ANY(%s)", (scope_key, stale))
     ids = allocate(conn, "zeromem_unit_ids", len(fresh))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..errors import InvalidInput
@@ -38,7 +38,7 @@ def _intern(value: str | None) -> str | None:
 
 
 def to_fields(row: Sequence[Any]) -> tuple:
-    """What an index needs of every turn, without building a Trace (see TraceRows.fields)."""
+    """What an index needs of every turn, without building a Trace (see TraceRows.fields_many)."""
     attachments = row[14]
     return (row[1], () if attachments == "[]" else tuple(json.loads(attachments)), row[7],
             row[4] if row[5] else None, row[9], row[6], row[10], row[8])
@@ -105,3 +105,30 @@ def no_session_message(session: str, scope: Scope) -> str:
     where = f"user={scope.user!r}, agent={scope.agent!r}"
     return (f"no session {validate.printable(session)!r} in scope ({where}): check the name with "
             "`zeromem list` and the --user/--agent you passed")
+
+
+def unit_key(level: str, position: int, text_hash: str, rowids: Sequence[int], first_seq: int, last_seq: int,
+             speaker: str | None, time: str | None, has_vector: bool) -> tuple:
+    """What identifies a derived unit row across re-derivations of its session. A unit's vector
+    and mentions follow from its text (stored encodings are reused by text hash), so equal keys
+    mean equal rows."""
+    return (level, position, text_hash, tuple(int(r) for r in rowids), first_seq, last_seq, speaker, time,
+            has_vector)
+
+
+def split_units(stored: Iterable[tuple[int, tuple]], units: Sequence[Any]) -> tuple[list[Any], list[int]]:
+    """A session's newly derived ``units`` against its ``stored`` rows ((id, ``unit_key``), in id
+    order): the units to insert and the ids of the rows to delete, ascending. A write changes a
+    few units of its session (its turn, spans, window, episode); every other row stays."""
+    kept: dict[tuple, list[int]] = {}
+    for uid, key in stored:
+        kept.setdefault(key, []).append(uid)
+    fresh = []
+    for unit in units:
+        same = kept.get(unit_key(unit.level, unit.position, unit.text_hash, unit.rowids, unit.first_seq,
+                                 unit.last_seq, unit.speaker, unit.time, unit.vector is not None))
+        if same:
+            same.pop(0)
+        else:
+            fresh.append(unit)
+    return fresh, sorted(uid for ids in kept.values() for uid in ids)
