@@ -94,17 +94,6 @@ class TraceSlots:
         """The slot's trace is row ``rowid`` of the loaded TraceRows (if it is there)."""
         self._items[slot] = rowid if self._rows is not None and rowid in self._rows else None
 
-    def fields(self, slot: int) -> tuple | None:
-        """(text, attachments, speaker, session, event_time, session_time, recorded_at, role)."""
-        item = self._items[slot]
-        if isinstance(item, int):
-            assert self._rows is not None
-            return self._rows.fields(item)
-        if item is None:
-            return None
-        return (item.text, item.attachments, item.speaker, item.session, item.event_time,
-                item.session_time, item.recorded_at, item.role)
-
     def loaded_fields(self) -> tuple[list[int], list[int], list[tuple]]:
         """For an index loaded from a snapshot: (slots, rowids, fields) of every slot whose trace
         is a row of the loaded ``TraceRows``, in slot order — one pass, not a call per turn."""

@@ -206,15 +206,13 @@ class PreparedScope:
         self._after_update(change)
 
     def _set_trace(self, slot: int, rowid: int, trace: Trace) -> None:
-        self._set_fields(slot, rowid, (trace.text, trace.attachments, trace.speaker, trace.session,
-                                       trace.event_time, trace.session_time, trace.recorded_at, trace.role))
-
-    def _set_fields(self, slot: int, rowid: int, fields: tuple) -> None:
-        self._set_fields_many([slot], [rowid], [fields])
+        self._set_fields_many([slot], [rowid], [(trace.text, trace.attachments, trace.speaker, trace.session,
+                                                 trace.event_time, trace.session_time, trace.recorded_at,
+                                                 trace.role)])
 
     def _set_fields_many(self, slots: list[int], rowids: list[int], rows: list[tuple]) -> None:
         """The per-turn facts that are read straight off the traces (``rows``: the fields of
-        ``TraceRows.fields``), the arrays set in one assignment each: a cold open sets every turn."""
+        ``TraceRows.fields_many``), the arrays set in one assignment each: a cold open sets every turn."""
         question_like, by_user, sessions, times = [], [], [], []
         for slot, (text, attachments, speaker, session, event_time, session_time, recorded_at,
                    role) in zip(slots, rows):

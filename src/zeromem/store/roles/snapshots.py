@@ -12,7 +12,7 @@ from ...types import Scope, Trace
 
 class TraceRows:
     """A scope's traces as read in one go, by rowid, made into ``Trace`` objects only when one
-    is asked for: opening a 100k-trace scope needs a few fields of every turn (``fields``) but
+    is asked for: opening a 100k-trace scope needs a few fields of every turn (``fields_many``) but
     whole traces only for the evidence it returns (``trace``)."""
 
     def __init__(self, rows: dict[int, Any], to_trace: Callable[[Any], Trace],
@@ -31,13 +31,9 @@ class TraceRows:
         row = self._rows.get(rowid)
         return None if row is None else self._to_trace(row)
 
-    def fields(self, rowid: int) -> tuple | None:
-        """(text, attachments, speaker, session, event_time, session_time, recorded_at, role)."""
-        row = self._rows.get(rowid)
-        return None if row is None else self._to_fields(row)
-
     def fields_many(self, rowids: list[int]) -> list[tuple]:
-        """``fields`` of each of ``rowids``, every one of which must be a row here."""
+        """(text, attachments, speaker, session, event_time, session_time, recorded_at, role) of
+        each of ``rowids``, every one of which must be a row here."""
         rows, to_fields = self._rows, self._to_fields
         return [to_fields(rows[rowid]) for rowid in rowids]
 
