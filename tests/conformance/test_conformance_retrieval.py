@@ -101,3 +101,34 @@ def test_a_turn_appended_to_a_session_keeps_its_unchanged_units_and_equals_a_reb
     rebuilt, rebuilt_mentions = _derived(memory)
     assert {k: v[1:] for k, v in after.items()} == {k: v[1:] for k, v in rebuilt.items()}
     assert mentions == rebuilt_mentions
+
+
+def test_an_index_that_reads_only_what_it_lacks_equals_one_that_reads_whole_sessions(memory, store_url):
+    import numpy as np
+
+    from internals import retriever_of
+
+    held, whole = Memory(store_url, user="conformance"), Memory(store_url, user="conformance")
+    read = store_of(whole).read_changes
+    store_of(whole).read_changes = lambda scope, since, known, held=None: read(scope, since, known)
+    try:
+        ids = memory.add_many(NOTES)
+        for reader in (held, whole):
+            reader.search("cat", k=3)
+        memory.add("Lena says Biscuit now sleeps on the new kitchen chairs.", session="s1", speaker="Ana")
+        memory.update(ids[3], metadata={"title": "Lisbon"})  # the trace changes, its text does not
+        memory.update(ids[4], text="Ben sold his road bike.")
+        memory.delete(ids[1])
+        states = []
+        for reader in (held, whole):
+            evidence = [(e.trace_id, e.score) for e in reader.search("Where does the train go?", k=5)]
+            index = retriever_of(reader).scopes.held(reader.scope).index
+            arrays, facts = index.state()
+            states.append((arrays, facts, [index.traces[s] for s in range(index.n_slots)], evidence))
+        (a_arrays, *a_rest), (b_arrays, *b_rest) = states
+        assert a_arrays.keys() == b_arrays.keys()
+        assert all(np.array_equal(a_arrays[k], b_arrays[k]) for k in a_arrays)
+        assert a_rest == b_rest
+    finally:
+        held.close()
+        whole.close()

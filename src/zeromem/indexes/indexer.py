@@ -184,7 +184,7 @@ class Indexer:
         # Only turns (vectors, mentions) and spans (vectors) are ever encoded; windows and episodes
         # take their turns' mean, so looking their hashes up would cost index probes for nothing.
         wanted = sorted({d.text_hash for p in plans for d in p["drafts"] if d.level in _EMBEDDED_LEVELS})
-        found_vecs, found_mentions = self.store.stored_encodings(scope, wanted)
+        found_vecs, found_mentions = self.store.stored_encodings(scope, wanted, [p["session"] for p in plans])
         for plan in plans:
             for key, vec in found_vecs.items():
                 plan["vecs"].setdefault(key, vec)

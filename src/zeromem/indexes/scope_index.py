@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..store.base import TraceRows
+from ..store.rows import parse_rowids
 from ..types import Scope, Trace
 from .dense import DenseIndex
 from .growable import Growable
@@ -45,7 +46,7 @@ class StoredUnit:
 
     level: str
     position: int
-    text: str
+    text: str | None  # None: the index holds this unit already (``held.HeldUnits``)
     text_hash: str
     rowids: tuple[int, ...]
     vector: np.ndarray | None
@@ -406,8 +407,11 @@ class ScopeIndex:
         for unit in turn_units:
             slot = self.slot_of_rowid[unit.rowids[0]]
             ordered.append(slot)
+            if unit.text is None:
+                continue  # held, and so is its trace (held.HeldUnits): nothing of it changed
             key = (unit.position, unit.text_hash, unit.rowids)
-            trace = traces.get(unit.rowids[0])
+            # A trace left out of the read is one the index holds as it is (held.HeldUnits).
+            trace = traces[unit.rowids[0]] if unit.rowids[0] in traces else self.traces[slot]
             # (A loaded index reads its traces as they are now, so a title changed since the
             # snapshot shows as a title the slot does not have yet.)
             if (turns.alive[slot] and turns.key(slot) == key and self.traces[slot] == trace
@@ -418,7 +422,7 @@ class ScopeIndex:
             self.titles.set(slot, trace.title if trace is not None else None)
             self._set_mentions(slot, unit.mentions)
             retokenize.append((slot, unit))
-        for (slot, unit), tokens in zip(retokenize, self._tokens([u.text for _, u in retokenize])):
+        for (slot, unit), tokens in zip(retokenize, self._tokens([_text(u) for _, u in retokenize])):
             turns.fill(slot, sid, (unit.position, unit.text_hash, unit.rowids), unit.rowids, tokens,
                        unit.vector)
             change.turns_set.append(slot)
@@ -432,21 +436,30 @@ class ScopeIndex:
 
     def _apply_level(self, level: Level, sid: int, units: list[StoredUnit], change: Change) -> None:
         wanted = {(u.position, u.text_hash, u.rowids): u for u in units}
-        existing = {level.key(slot): slot for slot in np.flatnonzero(level.session.view() == sid).tolist()}
-        for key, slot in existing.items():
-            if key not in wanted:
-                level.kill(slot, reuse=True)
-                change.units_killed[level.name].append(slot)
-        fresh = [(key, unit) for key, unit in wanted.items() if key not in existing]
+        held = {key for key, unit in wanted.items() if unit.text is None}
+        fresh: list[tuple[tuple, StoredUnit]]
+        if held and len(held) == int(np.count_nonzero(level.session.view() == sid)) and (
+                level.name != "episode" or len(held) == len(wanted)):
+            # Every unit the index has in this session is held (so still wanted): none to clear,
+            # and no key of the session's slots to compute (a write changes a few units).
+            existing: dict[tuple | None, int] = {}
+            fresh = [(key, unit) for key, unit in wanted.items() if key not in held]
+        else:
+            existing = {level.key(slot): slot for slot in np.flatnonzero(level.session.view() == sid).tolist()}
+            for key, slot in existing.items():
+                if key not in wanted:
+                    level.kill(slot, reuse=True)
+                    change.units_killed[level.name].append(slot)
+            fresh = [(key, unit) for key, unit in wanted.items() if key not in existing]
         if level.name in GROUPED:
             tokens = [self._grouped_tokens(unit) for _, unit in fresh]
         else:
-            tokens = self._tokens([unit.text for _, unit in fresh])
+            tokens = self._tokens([_text(unit) for _, unit in fresh])
         for (key, unit), unit_tokens in zip(fresh, tokens):
             slot = level.new_slot(reuse=True)
             level.fill(slot, sid, key, unit.rowids, unit_tokens, unit.vector)
             change.units_set[level.name].append(slot)
-        if level.name == "episode":
+        if level.name == "episode" and (existing or fresh):  # (else: the held episode stays)
             live = [slot for key, slot in existing.items() if key in wanted]
             live += change.units_set["episode"][-len(fresh):] if fresh else []
             self.episode_of_session[sid] = live[0] if live else -1
@@ -464,7 +477,7 @@ class ScopeIndex:
         for rowid in unit.rowids:
             slot = self.slot_of_rowid.get(rowid)
             if slot is None or not turns.alive[slot]:
-                return self._tokens([unit.text])[0]
+                return self._tokens([_text(unit)])[0]
             parts.append(turns.tokens[slot])
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
 
@@ -484,12 +497,14 @@ def session_batches(delta: dict) -> list[SessionUnits]:
             continue
         vector = np.frombuffer(vec, dtype=np.float32) if vec is not None else None
         by_session[session].units.append(StoredUnit(
-            level, position, text, text_hash, tuple(int(r) for r in _json_list(rowids)), vector,
+            level, position, text, text_hash, rowids if isinstance(rowids, tuple) else parse_rowids(rowids), vector,
             tuple(mentions.get(uid, ())) if level == TURN else ()))
     return [by_session[name] for name in delta["sessions"]]
 
 
-def _json_list(value: str) -> list[int]:
-    import json
+def _text(unit: StoredUnit) -> str:
+    """The text of a unit ``apply`` (re)fills: never a held one, which keeps its slot."""
+    if unit.text is None:
+        raise RuntimeError(f"a {unit.level} unit the index was said to hold is missing from it")
+    return unit.text
 
-    return json.loads(value)

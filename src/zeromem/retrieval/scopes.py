@@ -29,6 +29,7 @@ import numpy as np
 
 from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, NER, EncoderFailure
+from ..indexes.held import HeldUnits
 from ..indexes.scope_index import ScopeIndex, session_batches
 from ..results import IndexCacheStats
 from ..store.fingerprint import check_fingerprint
@@ -165,7 +166,8 @@ class ScopeIndexes:
             self._cache.put(scope.key, prep, reservation)
             return prep
         known = set(prep.index.entity_row) if prep is not None else set()
-        delta = self.store.read_changes(scope, prep.index.version if prep is not None else 0, known)
+        delta = (self.store.read_changes(scope, prep.index.version, known, HeldUnits(prep.index))
+                 if prep is not None else self.store.read_changes(scope, 0, known))
         if prep is None or delta["full"]:
             from ..encoders.tokenize import tokenize_many
             prep = PreparedScope(ScopeIndex(scope, tokenize_many))

@@ -38,6 +38,7 @@ from .roles import (
     CleanDraft,
     DerivedStore,
     DerivedUnit,
+    HeldRows,
     KeyStore,
     Maintenance,
     MetaStore,
@@ -48,7 +49,7 @@ from .roles import (
 )
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT_S", "ERASABLE_TABLES", "VERSION_FLOOR_KEY", "ChangeLog", "CleanDraft",
-           "DeleteReceipt", "DerivedStore", "DerivedStoreBase", "DerivedUnit", "KeyStore", "Maintenance",
+           "DeleteReceipt", "DerivedStore", "DerivedStoreBase", "DerivedUnit", "HeldRows", "KeyStore", "Maintenance",
            "MetaStore", "SnapshotStore", "StoreBase", "TraceDraft", "TraceRecords", "TraceRows",
            "TraceStoreBase", "check_flag", "check_lock_timeout", "check_meta_key", "check_meta_value",
            "check_meta_write", "clean_list_filters", "id_codec", "make_receipt", "not_found_message",

@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .base import VERSION_FLOOR_KEY
-from .rows import split_units, unit_key
+from .roles import HeldRows
+from .rows import parse_rowids, split_units, unit_key
 
 # A list of ids bound as ONE JSON parameter: no limit on how many (SQLite caps the number of
 # bound variables per statement, at 999 in older builds).
@@ -123,7 +124,7 @@ _LEVEL_ORDER = ("CASE u.level WHEN 'turn' THEN 0 WHEN 'span' THEN 1 WHEN 'window
 
 
 def read_changes(conn: sqlite3.Connection, user: str, agent: str, since: int,
-                 known_entities: set[str], trace_columns: str) -> dict:
+                 known_entities: set[str], trace_columns: str, held: HeldRows | None = None) -> dict:
     """Everything an in-memory index at version ``since`` needs to reach the current version,
     read by the caller inside ONE read transaction (so it is one consistent version).
 
@@ -148,7 +149,9 @@ def read_changes(conn: sqlite3.Connection, user: str, agent: str, since: int,
     if not sessions:
         return out
     everything = full
-    for start in range(0, len(sessions), 500):
+    if held is not None and not full:
+        _read_unheld(conn, user, agent, sessions, trace_columns, held, out)
+    for start in range(0, len(sessions) if held is None or full else 0, 500):
         chunk = sessions[start:start + 500]
         marks = "" if everything else f" AND session IN ({','.join('?' * len(chunk))})"
         args = (user, agent) if everything else (user, agent, *chunk)
@@ -176,6 +179,38 @@ def read_changes(conn: sqlite3.Connection, user: str, agent: str, since: int,
                 (user, agent, *chunk)):
             out["entities"][entity] = vec
     return out
+
+
+def _read_unheld(conn: sqlite3.Connection, user: str, agent: str, sessions: list[str], trace_columns: str,
+                 held: HeldRows, out: dict) -> None:
+    """``read_changes`` for an index that holds most of the changed sessions: keys first, then
+    the traces and unit contents it lacks (a write changes a few units of its session)."""
+    names = json.dumps(sessions)
+    in_sessions = "session IN (SELECT value FROM json_each(?))"
+    stale = [rowid for rowid, version in conn.execute(
+        f"SELECT rowid_, version FROM traces WHERE user_key=? AND agent_key=? AND {in_sessions}",
+        (user, agent, names)) if not held.has_trace(rowid, version)]
+    if stale:
+        out["traces"] = conn.execute(
+            f"SELECT {trace_columns} FROM traces WHERE rowid_ IN (SELECT value FROM json_each(?))"
+            " ORDER BY session, seq, rowid_", (json.dumps(stale),)).fetchall()
+    keys = conn.execute(
+        "SELECT u.id, u.session, u.level, u.position, u.text_hash, u.trace_rowids FROM units u"
+        f" WHERE u.user_key=? AND u.agent_key=? AND u.{in_sessions} ORDER BY u.session, {_LEVEL_ORDER}, u.position",
+        (user, agent, names)).fetchall()
+    keys = [(uid, session, level, position, text_hash, parse_rowids(rowids))
+            for uid, session, level, position, text_hash, rowids in keys]
+    wanted = [row[0] for row in keys if not held.has_unit(*row[1:])]
+    ids = json.dumps(wanted)
+    content = {uid: (text, vec) for uid, text, vec in conn.execute(
+        "SELECT u.id, u.text, v.vec FROM units u LEFT JOIN unit_vectors v ON v.unit_id = u.id"
+        " WHERE u.id IN (SELECT value FROM json_each(?))", (ids,))} if wanted else {}
+    for uid, session, level, position, text_hash, rowids in keys:
+        text, vec = content.get(uid, (None, None))
+        out["units"].append((uid, session, level, position, text, text_hash, rowids, vec))
+    out["mentions"] = conn.execute(
+        "SELECT unit_id, entity, label, surface, count FROM unit_mentions WHERE unit_id IN"
+        " (SELECT value FROM json_each(?)) ORDER BY unit_id, entity", (ids,)).fetchall() if wanted else []
 
 
 def bump_version(conn: sqlite3.Connection, user: str, agent: str, *, reset: bool = False) -> None:
@@ -207,30 +242,48 @@ def reset_derived(conn: sqlite3.Connection, user: str, agent: str) -> None:
     bump_version(conn, user, agent, reset=True)
 
 
-def stored_encodings(conn: sqlite3.Connection, user: str, agent: str, text_hashes: Sequence[str]
-                     ) -> tuple[dict[str, bytes], dict[str, list[tuple]]]:
+def stored_encodings(conn: sqlite3.Connection, user: str, agent: str, text_hashes: Sequence[str],
+                     sessions: Sequence[str] = ()) -> tuple[dict[str, bytes], dict[str, list[tuple]]]:
     """Vectors (turn/span units) and mentions (turn units) already stored for these texts.
 
-    One unit per text (the oldest): a text repeated a thousand times in the scope costs one
-    vector read, not a thousand.
+    A text the ``sessions``' own units have is answered from them, in one read of those
+    sessions (a write re-derives its session: most of its texts are its own stored units); any
+    other text from the oldest unit of the scope that has it — a text repeated a thousand
+    times in the scope costs one vector read, not a thousand. (A text's vector and mentions
+    are functions of the text, so which unit answers does not matter.)
     """
     vectors: dict[str, bytes] = {}
     mentions: dict[str, list[tuple]] = {}
-    # The units_text index is ordered (scope, text_hash, id): "the oldest unit of this text" is
-    # one index probe, however often the text repeats.
-    first_encoded = ("SELECT v.vec FROM units u JOIN unit_vectors v ON v.unit_id = u.id"
-                     " WHERE u.user_key=? AND u.agent_key=? AND u.text_hash=? AND u.level IN ('turn', 'span')"
-                     " ORDER BY u.id LIMIT 1")
-    first_turn = ("SELECT id FROM units WHERE user_key=? AND agent_key=? AND text_hash=? AND level='turn'"
-                  " ORDER BY id LIMIT 1")
     turn_ids: dict[int, str] = {}
-    for text_hash in text_hashes:
-        row = conn.execute(first_encoded, (user, agent, text_hash)).fetchone()
-        if row is not None:
-            vectors[text_hash] = row[0]
-        row = conn.execute(first_turn, (user, agent, text_hash)).fetchone()
-        if row is not None:
-            turn_ids[row[0]] = text_hash
+    wanted = set(text_hashes)
+    if sessions and wanted:
+        names = json.dumps(list(sessions))
+        for uid, level, text_hash, vec in conn.execute(
+                "SELECT u.id, u.level, u.text_hash, v.vec FROM units u LEFT JOIN unit_vectors v ON v.unit_id = u.id"
+                " WHERE u.user_key=? AND u.agent_key=? AND u.session IN (SELECT value FROM json_each(?))"
+                " AND u.level IN ('turn', 'span') ORDER BY u.id", (user, agent, names)):
+            if text_hash not in wanted:
+                continue
+            if vec is not None:
+                vectors.setdefault(text_hash, vec)
+            if level == "turn" and text_hash not in mentions:
+                turn_ids[uid] = text_hash
+                mentions[text_hash] = []
+    # The units_text index is ordered (scope, text_hash, id): "the oldest unit of this text" is
+    # one index probe, however often the text repeats; json_each runs every probe inside one
+    # statement.
+    rest = sorted(h for h in wanted if h not in vectors and h not in mentions)
+    for text_hash, vec, turn_id in conn.execute(
+            "SELECT j.value,"
+            " (SELECT v.vec FROM units u JOIN unit_vectors v ON v.unit_id = u.id WHERE u.user_key = ?1"
+            "  AND u.agent_key = ?2 AND u.text_hash = j.value AND u.level IN ('turn', 'span') ORDER BY u.id LIMIT 1),"
+            " (SELECT id FROM units WHERE user_key = ?1 AND agent_key = ?2 AND text_hash = j.value"
+            "  AND level = 'turn' ORDER BY id LIMIT 1)"
+            " FROM json_each(?3) j", (user, agent, json.dumps(rest))) if rest else ():
+        if vec is not None:
+            vectors[text_hash] = vec
+        if turn_id is not None:
+            turn_ids[turn_id] = text_hash
             mentions[text_hash] = []
     ids = sorted(turn_ids)
     for start in range(0, len(ids), 500):
@@ -265,7 +318,7 @@ def commit_session(conn: sqlite3.Connection, user: str, agent: str, session: str
         return False
     # Rows that stay exactly the same are kept, the rest replaced (rows.split_units).
     fresh, stale = split_units(
-        ((uid, unit_key(level, position, text_hash, json.loads(rowids), first, last, speaker, time, has_vector))
+        ((uid, unit_key(level, position, text_hash, parse_rowids(rowids), first, last, speaker, time, has_vector))
          for uid, level, position, text_hash, rowids, first, last, speaker, time, has_vector in conn.execute(
             "SELECT u.id, u.level, u.position, u.text_hash, u.trace_rowids, u.first_seq, u.last_seq,"
             " u.speaker, u.time, v.unit_id IS NOT NULL FROM units u LEFT JOIN unit_vectors v ON v.unit_id = u.id"

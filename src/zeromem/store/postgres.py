@@ -68,7 +68,7 @@ from .dates import utc_key
 from .ids import ID_KEY, TraceIdCodec
 from .postgres_schema import SNAPSHOT_CHUNK, migrate
 from .receipts import DeleteReceipt, make_receipt, retained_identifiers
-from .roles import CleanDraft, DerivedUnit, TraceDraft
+from .roles import CleanDraft, DerivedUnit, HeldRows, TraceDraft
 from .rows import (
     COLUMNS,
     dump_attachments,
@@ -248,10 +248,10 @@ class PostgresStore(SQLStore):
         key = self._scope(scope)
         self._write(lambda conn: pgd.reset_derived(conn, key))
 
-    def stored_encodings(self, scope: Scope, text_hashes: Sequence[str]
+    def stored_encodings(self, scope: Scope, text_hashes: Sequence[str], sessions: Sequence[str] = ()
                          ) -> tuple[dict[str, bytes], dict[str, builtins.list[tuple]]]:
         key = self._scope(scope)
-        return self._snapshot(lambda conn: pgd.stored_encodings(conn, key, text_hashes))
+        return self._snapshot(lambda conn: pgd.stored_encodings(conn, key, text_hashes, sessions))
 
     def entities_with_vectors(self, scope: Scope, names: Sequence[str]) -> set[str]:
         key = self._scope(scope)
@@ -288,11 +288,12 @@ class PostgresStore(SQLStore):
         key = self._scope(scope)
         self._write(lambda conn: pgd.put_signals(conn, key, rows))
 
-    def read_changes(self, scope: Scope, since: int, known_entities: set[str]) -> dict:
+    def read_changes(self, scope: Scope, since: int, known_entities: set[str],
+                     held: HeldRows | None = None) -> dict:
         """What an in-memory index at version ``since`` lacks, read in one repeatable-read
         transaction (one consistent version of the scope); see ``derived.read_changes``."""
         key = self._scope(scope)
-        out = self._snapshot(lambda conn: pgd.read_changes(conn, key, since, known_entities, COLUMNS))
+        out = self._snapshot(lambda conn: pgd.read_changes(conn, key, since, known_entities, COLUMNS, held))
         out["traces"] = [(row[0], to_trace(row, self.ids)) for row in out["traces"]]
         return out
 

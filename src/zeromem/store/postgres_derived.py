@@ -23,7 +23,8 @@ from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
 from .base import VERSION_FLOOR_KEY
-from .rows import split_units, unit_key
+from .roles import HeldRows
+from .rows import parse_rowids, split_units, unit_key
 
 
 def register_vector(conn: Any, info: TypeInfo) -> None:
@@ -153,7 +154,7 @@ _LEVEL_ORDER = ("CASE u.level WHEN 'turn' THEN 0 WHEN 'span' THEN 1 WHEN 'window
 
 
 def read_changes(conn: Any, scope_key: str, since: int, known_entities: set[str],
-                 trace_columns: str) -> dict:
+                 trace_columns: str, held: HeldRows | None = None) -> dict:
     """What an in-memory index at version ``since`` lacks (see ``derived.read_changes``); the
     caller runs it inside ONE repeatable-read transaction."""
     row = conn.execute("SELECT version, reset_version FROM scope_versions WHERE scope_key = %s",
@@ -171,8 +172,22 @@ def read_changes(conn: Any, scope_key: str, since: int, known_entities: set[str]
                  "mentions": [], "entities": {}}
     if not sessions:
         return out
-    only = "" if full else " AND session = ANY(%s)"
-    args: tuple = (scope_key,) if full else (scope_key, sessions)
+    if held is not None and not full:
+        _read_unheld(conn, scope_key, sessions, trace_columns, held, out)
+    else:
+        _read_all(conn, scope_key, sessions if not full else None, trace_columns, out)
+    wanted = sorted({r[1] for r in out["mentions"]} - known_entities)
+    if wanted:
+        out["entities"] = {entity: from_vec(value) for entity, value in conn.cursor(binary=True).execute(
+            "SELECT entity, vec FROM entity_vectors WHERE scope_key = %s AND entity = ANY(%s)",
+            (scope_key, wanted))}
+    return out
+
+
+def _read_all(conn: Any, scope_key: str, sessions: list[str] | None, trace_columns: str, out: dict) -> None:
+    """Every trace, unit and mention of ``sessions`` (None: of the whole scope)."""
+    only = "" if sessions is None else " AND session = ANY(%s)"
+    args: tuple = (scope_key,) if sessions is None else (scope_key, sessions)
     out["traces"] = conn.execute(
         f"SELECT {trace_columns} FROM traces WHERE scope_key = %s{only} ORDER BY session, seq, rowid_",
         args).fetchall()
@@ -186,12 +201,37 @@ def read_changes(conn: Any, scope_key: str, since: int, known_entities: set[str]
         "SELECT m.unit_id, m.entity, m.label, m.surface, m.count FROM unit_mentions m"
         " JOIN units u ON u.scope_key = m.scope_key AND u.id = m.unit_id"
         f" WHERE m.scope_key = %s{uonly} ORDER BY m.unit_id, m.entity", args).fetchall()
-    wanted = sorted({r[1] for r in out["mentions"]} - known_entities)
+
+
+def _read_unheld(conn: Any, scope_key: str, sessions: list[str], trace_columns: str, held: HeldRows,
+                 out: dict) -> None:
+    """``read_changes`` for an index that holds most of the changed sessions (see
+    ``derived._read_unheld``): keys first, then the traces and unit contents it lacks."""
+    stale = [rowid for rowid, version in conn.execute(
+        "SELECT rowid_, version FROM traces WHERE scope_key = %s AND session = ANY(%s)", (scope_key, sessions))
+        if not held.has_trace(rowid, version)]
+    if stale:
+        out["traces"] = conn.execute(
+            f"SELECT {trace_columns} FROM traces WHERE scope_key = %s AND rowid_ = ANY(%s)"
+            " ORDER BY session, seq, rowid_", (scope_key, stale)).fetchall()
+    keys = conn.execute(
+        "SELECT u.id, u.session, u.level, u.position, u.text_hash, array_to_json(u.rowids)::text FROM units u"
+        f" WHERE u.scope_key = %s AND u.session = ANY(%s) ORDER BY u.session, {_LEVEL_ORDER}, u.position",
+        (scope_key, sessions)).fetchall()
+    keys = [(uid, session, level, position, text_hash, parse_rowids(rowids))
+            for uid, session, level, position, text_hash, rowids in keys]
+    wanted = [row[0] for row in keys if not held.has_unit(*row[1:])]
+    content: dict[int, tuple] = {}
     if wanted:
-        out["entities"] = {entity: from_vec(value) for entity, value in conn.cursor(binary=True).execute(
-            "SELECT entity, vec FROM entity_vectors WHERE scope_key = %s AND entity = ANY(%s)",
-            (scope_key, wanted))}
-    return out
+        content = {uid: (text, None if vec is None else from_vec(vec)) for uid, text, vec in conn.cursor(
+            binary=True).execute("SELECT id, text, vec FROM units WHERE scope_key = %s AND id = ANY(%s)",
+                                 (scope_key, wanted))}
+        out["mentions"] = conn.execute(
+            "SELECT unit_id, entity, label, surface, count FROM unit_mentions"
+            " WHERE scope_key = %s AND unit_id = ANY(%s) ORDER BY unit_id, entity", (scope_key, wanted)).fetchall()
+    for uid, session, level, position, text_hash, rowids in keys:
+        text, vec = content.get(uid, (None, None))
+        out["units"].append((uid, session, level, position, text, text_hash, rowids, vec))
 
 
 def dirty_sessions(conn: Any, scope_key: str) -> list[str]:
@@ -199,21 +239,36 @@ def dirty_sessions(conn: Any, scope_key: str) -> list[str]:
         "SELECT session FROM dirty_sessions WHERE scope_key = %s ORDER BY session", (scope_key,))]
 
 
-def stored_encodings(conn: Any, scope_key: str, text_hashes: Sequence[str]
+def stored_encodings(conn: Any, scope_key: str, text_hashes: Sequence[str], sessions: Sequence[str] = ()
                      ) -> tuple[dict[str, bytes], dict[str, list[tuple]]]:
-    """Vectors (turn/span units) and mentions (turn units) already stored for these texts:
-    the oldest unit of each text, as in ``derived.stored_encodings``, in three queries."""
-    hashes = list(text_hashes)
-    if not hashes:
+    """Vectors (turn/span units) and mentions (turn units) already stored for these texts: from
+    the ``sessions``' own units first, else the oldest unit of each text, as in
+    ``derived.stored_encodings``."""
+    wanted = set(text_hashes)
+    if not wanted:
         return {}, {}
-    found_vecs = {text_hash: from_vec(value) for text_hash, value in conn.cursor(binary=True).execute(
-        "SELECT DISTINCT ON (text_hash) text_hash, vec FROM units"
-        " WHERE scope_key = %s AND text_hash = ANY(%s) AND level IN ('turn', 'span') AND vec IS NOT NULL"
-        " ORDER BY text_hash, id", (scope_key, hashes))}
-    first_turn = dict(conn.execute(
-        "SELECT DISTINCT ON (text_hash) text_hash, id FROM units"
-        " WHERE scope_key = %s AND text_hash = ANY(%s) AND level = 'turn' ORDER BY text_hash, id",
-        (scope_key, hashes)).fetchall())
+    vectors: dict[str, bytes] = {}
+    first_turn: dict[str, int] = {}
+    if sessions:
+        for uid, level, text_hash, vec in conn.cursor(binary=True).execute(
+                "SELECT id, level, text_hash, vec FROM units WHERE scope_key = %s AND session = ANY(%s)"
+                " AND level IN ('turn', 'span') ORDER BY id", (scope_key, list(sessions))):
+            if text_hash not in wanted:
+                continue
+            if vec is not None:
+                vectors.setdefault(text_hash, from_vec(vec))
+            if level == "turn":
+                first_turn.setdefault(text_hash, uid)
+    rest = sorted(h for h in wanted if h not in vectors and h not in first_turn)
+    if rest:
+        vectors.update({text_hash: from_vec(value) for text_hash, value in conn.cursor(binary=True).execute(
+            "SELECT DISTINCT ON (text_hash) text_hash, vec FROM units"
+            " WHERE scope_key = %s AND text_hash = ANY(%s) AND level IN ('turn', 'span') AND vec IS NOT NULL"
+            " ORDER BY text_hash, id", (scope_key, rest))})
+        first_turn.update(conn.execute(
+            "SELECT DISTINCT ON (text_hash) text_hash, id FROM units"
+            " WHERE scope_key = %s AND text_hash = ANY(%s) AND level = 'turn' ORDER BY text_hash, id",
+            (scope_key, rest)).fetchall())
     by_unit: dict[int, list[tuple]] = {uid: [] for uid in first_turn.values()}
     if by_unit:
         for uid, entity, label, surface, count in conn.execute(
@@ -221,9 +276,7 @@ def stored_encodings(conn: Any, scope_key: str, text_hashes: Sequence[str]
                 " WHERE scope_key = %s AND unit_id = ANY(%s) ORDER BY unit_id, entity",
                 (scope_key, sorted(by_unit))):
             by_unit[uid].append((entity, label, surface, count))
-    vectors = {h: found_vecs[h] for h in hashes if h in found_vecs}
-    mentions = {h: by_unit[first_turn[h]] for h in hashes if h in first_turn}
-    return vectors, mentions
+    return vectors, {h: by_unit[uid] for h, uid in first_turn.items()}
 
 
 def entities_with_vectors(conn: Any, scope_key: str, names: Sequence[str]) -> set[str]:

@@ -107,13 +107,22 @@ def no_session_message(session: str, scope: Scope) -> str:
             "`zeromem list` and the --user/--agent you passed")
 
 
+def parse_rowids(text: str) -> tuple[int, ...]:
+    """A unit's trace row numbers from the JSON list they are stored as ("[3, 4]", or "[3,4]" from
+    PostgreSQL's array_to_json): what ``json.loads`` gives, a few times faster — a read parses
+    one list per unit of every changed session."""
+    if not (text.startswith("[") and text.endswith("]")):
+        return tuple(int(r) for r in json.loads(text))
+    inner = text[1:-1]
+    return tuple(map(int, inner.split(","))) if inner.strip() else ()
+
+
 def unit_key(level: str, position: int, text_hash: str, rowids: Sequence[int], first_seq: int, last_seq: int,
              speaker: str | None, time: str | None, has_vector: bool) -> tuple:
     """What identifies a derived unit row across re-derivations of its session. A unit's vector
     and mentions follow from its text (stored encodings are reused by text hash), so equal keys
     mean equal rows."""
-    return (level, position, text_hash, tuple(int(r) for r in rowids), first_seq, last_seq, speaker, time,
-            has_vector)
+    return (level, position, text_hash, tuple(map(int, rowids)), first_seq, last_seq, speaker, time, has_vector)
 
 
 def split_units(stored: Iterable[tuple[int, tuple]], units: Sequence[Any]) -> tuple[list[Any], list[int]]:

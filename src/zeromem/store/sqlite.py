@@ -44,7 +44,7 @@ from .checks import (
 from .derived import bump_version, purge_units_of_trace, read_changes
 from .ids import ID_KEY, TraceIdCodec
 from .receipts import DeleteReceipt, make_receipt, retained_identifiers
-from .roles import CleanDraft, DerivedUnit, TraceDraft
+from .roles import CleanDraft, DerivedUnit, HeldRows, TraceDraft
 from .rows import (
     COLUMNS,
     dump_attachments,
@@ -272,12 +272,12 @@ class SQLiteStore(SQLStore):
         with self.transaction() as conn:
             derived.reset_derived(conn, user, agent)
 
-    def stored_encodings(self, scope: Scope, text_hashes: Sequence[str]
+    def stored_encodings(self, scope: Scope, text_hashes: Sequence[str], sessions: Sequence[str] = ()
                          ) -> tuple[dict[str, bytes], dict[str, list[tuple]]]:
         user, agent = scope_key(scope)
         with self._lock:
             self._check_open()
-            return derived.stored_encodings(self.conn, user, agent, text_hashes)
+            return derived.stored_encodings(self.conn, user, agent, text_hashes, sessions)
 
     def entities_with_vectors(self, scope: Scope, names: Sequence[str]) -> set[str]:
         user, agent = scope_key(scope)
@@ -324,12 +324,14 @@ class SQLiteStore(SQLStore):
         with self.transaction() as conn:
             derived.put_signals(conn, user, agent, rows)
 
-    def read_changes(self, scope: Scope, since: int, known_entities: set[str]) -> dict:
+    def read_changes(self, scope: Scope, since: int, known_entities: set[str],
+                     held: HeldRows | None = None) -> dict:
         """The derived rows an in-memory index at version ``since`` lacks, read in one read
         transaction: a consistent version of the scope, whatever other writers do meanwhile
         (WAL readers see the database as of their first read). See ``derived.read_changes``."""
         user, agent = scope_key(scope)
-        out = self._consistent(lambda run: read_changes(self.conn, user, agent, since, known_entities, COLUMNS))
+        out = self._consistent(
+            lambda run: read_changes(self.conn, user, agent, since, known_entities, COLUMNS, held))
         out["traces"] = [(row[0], to_trace(row, self.ids)) for row in out["traces"]]
         return out
 

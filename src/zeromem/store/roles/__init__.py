@@ -4,7 +4,7 @@ A caller that needs one role types against it (the indexer writes ``DerivedStore
 persistence reads ``SnapshotStore``); every backend implements every role.
 """
 
-from .changes import ChangeLog
+from .changes import ChangeLog, HeldRows
 from .derived import DerivedStore, DerivedUnit
 from .keys import KeyStore
 from .maintenance import Maintenance
@@ -12,5 +12,5 @@ from .meta import MetaStore
 from .snapshots import SnapshotStore, TraceRows
 from .traces import CleanDraft, TraceDraft, TraceRecords
 
-__all__ = ["ChangeLog", "CleanDraft", "DerivedStore", "DerivedUnit", "KeyStore", "Maintenance",
+__all__ = ["ChangeLog", "CleanDraft", "DerivedStore", "DerivedUnit", "HeldRows", "KeyStore", "Maintenance",
            "MetaStore", "SnapshotStore", "TraceDraft", "TraceRecords", "TraceRows"]

@@ -4,8 +4,21 @@ so an in-memory index catches up without reading the whole scope again."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Protocol
 
 from ...types import Scope
+
+
+class HeldRows(Protocol):
+    """What an in-memory index already holds of the changed sessions, so ``read_changes`` reads
+    only the rest: a write changes a few units of a session of hundreds (its turn, spans, window,
+    episode), and reading every unit's text and vector again would cost O(session)."""
+
+    def has_trace(self, rowid: int, version: int) -> bool:
+        """Whether the index holds this version of the trace (and needs nothing else of it)."""
+
+    def has_unit(self, session: str, level: str, position: int, text_hash: str, rowids: tuple[int, ...]) -> bool:
+        """Whether the index holds a unit with exactly this key in ``session``."""
 
 
 class ChangeLog(ABC):
@@ -16,9 +29,14 @@ class ChangeLog(ABC):
         """A counter that goes up with every write to ``scope`` (0 for a scope never written)."""
 
     @abstractmethod
-    def read_changes(self, scope: Scope, since: int, known_entities: set[str]) -> dict:
+    def read_changes(self, scope: Scope, since: int, known_entities: set[str],
+                     held: HeldRows | None = None) -> dict:
         """In one read transaction, what an in-memory index at version ``since`` lacks:
         ``version``, ``full`` (rebuild from scratch), ``sessions``, their ``traces`` ((rowid, Trace)),
         ``units`` rows (id, session, level, position, text, text_hash, rowids JSON, vector),
         ``mentions`` rows (unit id, entity, label, surface, count), and the vectors of
-        mentioned ``entities`` not in ``known_entities``."""
+        mentioned ``entities`` not in ``known_entities``.
+
+        With ``held`` (and ``full`` False), the traces it holds are left out, and so are the text,
+        vector and mentions of the units it holds: those rows come with text and vector None
+        (and every unit row's rowids as a tuple of ints, parsed once)."""

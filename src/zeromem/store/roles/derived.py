@@ -40,9 +40,10 @@ class DerivedStore(ABC):
         """Drop every derived row of the scope and mark all its sessions dirty (reindex)."""
 
     @abstractmethod
-    def stored_encodings(self, scope: Scope, text_hashes: Sequence[str]
+    def stored_encodings(self, scope: Scope, text_hashes: Sequence[str], sessions: Sequence[str] = ()
                          ) -> tuple[dict[str, bytes], dict[str, list[tuple]]]:
-        """(vector by text hash, mentions by text hash) already stored in the scope."""
+        """(vector by text hash, mentions by text hash) already stored in the scope; a text that
+        the ``sessions``' own turn / span units have is answered from them (one read)."""
 
     @abstractmethod
     def entities_with_vectors(self, scope: Scope, names: Sequence[str]) -> set[str]:
