@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 
 from ..encoders.bundle import EMBEDDER, NER, EncoderFailure
-from ..store.base import DerivedUnit
+from ..store.base import DerivedUnit, Replacing
 from ..store.fingerprint import check_fingerprint, clear_fingerprint
 from ..types import Scope
 from .scope_index import SessionUnits, StoredUnit
-from .units import segment_session
+from .units import group, segment_session, segment_turns, window_starts
 
 _EMBEDDED_LEVELS = ("turn", "span")
 # A turn that splits into sentence spans is represented by the mean of its span vectors
@@ -42,6 +42,22 @@ EMBED_CHUNK = 32  # texts per embedding task; vectors do not depend on the chunk
 # A long turn (an assistant reply of hundreds of words) is embedded through the spans of its head
 # only (EncoderConfig.max_encoded_chars, the part spaCy reads too): its later spans are BM25 units
 # without a vector, and its turn vector is the mean of the head's spans.
+
+
+# Sessions whose last commit this indexer remembers (a few dozen bytes each), so that turns
+# appended to them derive only their own units, the windows they touch and the episode.
+COMMITTED_SESSIONS = 4096
+
+
+@dataclass(frozen=True)
+class _Committed:
+    """What the store holds for a session this indexer committed last: its ``turns`` traces
+    (``digest`` of their (id, version)s), at the session's change version ``change``."""
+
+    turns: int
+    digest: bytes
+    change: int
+    head: int | None
 
 
 @dataclass
@@ -77,6 +93,8 @@ class Indexer:
         self.stride = stride
         self._pool: ThreadPoolExecutor | None = None  # made once: a write should not start threads
         self._pool_lock = threading.Lock()
+        self._committed: OrderedDict[tuple, _Committed] = OrderedDict()
+        self._committed_lock = threading.Lock()
 
     def _embed_pool(self) -> ThreadPoolExecutor:
         with self._pool_lock:
@@ -96,6 +114,9 @@ class Indexer:
             for component in (EMBEDDER, NER):
                 encoders.load(component)
         self.store.reset_derived(scope)
+        with self._committed_lock:
+            for key in [k for k in self._committed if k[0] == scope.key]:
+                del self._committed[key]
         clear_fingerprint(self.store, scope)  # the rebuild records the embedder it uses
         return self.refresh(scope, progress=progress)
 
@@ -106,20 +127,31 @@ class Indexer:
         sessions = self.pending_sessions(scope)
         if not sessions:
             return report
-        plans = [self._plan(scope, session) for session in sessions]
+        plans = [self._plan(scope, session, append=True) for session in sessions]
+        refused = self._derive_and_commit(scope, plans, report, progress)
+        if refused:  # another process derived these sessions since this one did: derive them whole
+            self._derive_and_commit(scope, [self._plan(scope, session) for session in refused], report, progress)
+        report.sessions = len(plans)
+        report.seconds = time.perf_counter() - started
+        self._record_timings(report)
+        return report
+
+    def _derive_and_commit(self, scope: Scope, plans: list[dict[str, Any]], report: RefreshReport,
+                           progress: bool) -> list[str]:
+        """Encode what the plans need and commit each session; returns the sessions whose
+        appended turns the store refused (``Replacing.since`` no longer current)."""
         self._reuse_stored_encodings(scope, plans)
         encoders = self._encoders()
         # Vectors of one scope come from one embedder: never mix them (EmbedderMismatch).
         check_fingerprint(self.store, scope, _guarded(EMBEDDER, lambda: encoders.fingerprint))
         self._encode(plans, encoders, report, progress)
         entity_vectors = self._entity_vectors(scope, plans, encoders, report)
+        refused = []
         for plan in plans:
-            self._commit(scope, plan, entity_vectors)
-        report.sessions = len(plans)
-        report.units = sum(len(p["drafts"]) for p in plans)
-        report.seconds = time.perf_counter() - started
-        self._record_timings(report)
-        return report
+            if not self._commit(scope, plan, entity_vectors) and plan["replacing"] is not None:
+                refused.append(plan["session"])
+        report.units += sum(len(p["drafts"]) for p in plans)
+        return refused
 
     def derive(self, scope: Scope, sessions: list[str], *, embed: bool, ner: bool,
                unchanged: dict[str, tuple[tuple[str, int], ...]] | None = None) -> list[DerivedSession]:
@@ -164,18 +196,45 @@ class Indexer:
         return out
 
     # -- steps --------------------------------------------------------------------------
-    def _plan(self, scope: Scope, session: str) -> dict[str, Any]:
+    def _plan(self, scope: Scope, session: str, *, append: bool = False) -> dict[str, Any]:
+        """The session's traces and the unit drafts to derive: all of them, or (``append``, and
+        this indexer committed the session last with the traces it still starts with) only the
+        units the appended traces change."""
         parse = self.store.ids.parse
         pairs = sorted(((t, parse(t.id)) for t in self.store.list(scope, session=session)),
                        key=lambda pair: (pair[0].seq, pair[1]))
         traces = [t for t, _ in pairs]
         rowids = [rowid for _, rowid in pairs]
-        drafts = segment_session(traces, rowids, window_turns=self.window_turns, stride=self.stride)
         fingerprint = [(t.id, t.version) for t in traces]
-        # Stored encodings are looked up scope-wide by text hash in _reuse_stored_encodings.
-        return {"session": session, "drafts": drafts, "vecs": {}, "mentions": {},
-                "fingerprint": fingerprint, "traces": traces, "rowids": rowids,
-                "head": _head_limit(self._encoders())}
+        plan: dict[str, Any] = {
+            "session": session, "vecs": {}, "mentions": {}, "fingerprint": fingerprint, "traces": traces,
+            "rowids": rowids, "head": _head_limit(self._encoders()), "replacing": None, "turn_vectors": {}}
+        with self._committed_lock:
+            last = self._committed.get((scope.key, session))
+        if (append and last is not None and 0 < last.turns < len(traces) and last.head == plan["head"]
+                and _digest(fingerprint[:last.turns]) == last.digest):
+            plan["drafts"], plan["replacing"] = self._appended(traces, rowids, last)
+            # Windows and the episode are the mean of their turns' vectors: the earlier turns'
+            # come from the store (the commit checks the session did not change since).
+            plan["turn_vectors"] = self.store.turn_vectors(scope, session)
+        else:
+            plan["drafts"] = segment_session(traces, rowids, window_turns=self.window_turns, stride=self.stride)
+        return plan
+
+    def _appended(self, traces: list, rowids: list[int], last: _Committed) -> tuple[list, Replacing]:
+        """The drafts that turns appended after ``last.turns`` add or change — their turns and
+        spans, the windows that cover them, the episode — and the stored units they replace.
+        Equal to the changed drafts of ``segment_session`` (tests/test_append_path.py)."""
+        old, size = last.turns, max(1, self.window_turns)
+        drafts = segment_turns(traces[old:], rowids[old:], old)
+        before = window_starts(old, window_turns=self.window_turns, stride=self.stride)
+        now = window_starts(len(traces), window_turns=self.window_turns, stride=self.stride)
+        same = {start for start in set(before) & set(now) if start + size <= old}  # the same traces
+        drafts += [group("window", start, traces[start:start + size], rowids[start:start + size])
+                   for start in now if start not in same]
+        drafts.append(group("episode", 0, traces, rowids))
+        replaced = (*(("window", start) for start in before if start not in same), ("episode", 0))
+        return drafts, Replacing(last.change, replaced)
 
     def _reuse_stored_encodings(self, scope: Scope, plans: list[dict[str, Any]]) -> None:
         """Text already encoded anywhere in the scope — the unchanged turns of a re-derived
@@ -184,7 +243,9 @@ class Indexer:
         # Only turns (vectors, mentions) and spans (vectors) are ever encoded; windows and episodes
         # take their turns' mean, so looking their hashes up would cost index probes for nothing.
         wanted = sorted({d.text_hash for p in plans for d in p["drafts"] if d.level in _EMBEDDED_LEVELS})
-        found_vecs, found_mentions = self.store.stored_encodings(scope, wanted, [p["session"] for p in plans])
+        # A session derived whole has most of its texts in its own stored units; appended turns don't.
+        whole = [p["session"] for p in plans if p["replacing"] is None]
+        found_vecs, found_mentions = self.store.stored_encodings(scope, wanted, whole)
         for plan in plans:
             for key, vec in found_vecs.items():
                 plan["vecs"].setdefault(key, vec)
@@ -253,11 +314,21 @@ class Indexer:
             for future in embedding:  # an error above leaves no task running behind the caller
                 future.cancel() or future.exception()
 
-    def _commit(self, scope: Scope, plan: dict[str, Any], entity_vectors: dict[str, bytes]) -> None:
-        """Store the session's units; a session another writer changed meanwhile stays dirty."""
+    def _commit(self, scope: Scope, plan: dict[str, Any], entity_vectors: dict[str, bytes]) -> bool:
+        """Store the session's units; a session another writer changed meanwhile stays dirty.
+        Returns whether the store took them."""
         units = self._units(plan)
         expected = [(rowid, version) for rowid, (_, version) in zip(plan["rowids"], plan["fingerprint"])]
-        self.store.commit_session(scope, plan["session"], expected, units, entity_vectors)
+        change = self.store.commit_session(scope, plan["session"], expected, units, entity_vectors,
+                                           plan["replacing"])
+        key = (scope.key, plan["session"])
+        with self._committed_lock:
+            self._committed.pop(key, None)
+            if change is not None:
+                self._committed[key] = _Committed(len(expected), _digest(plan["fingerprint"]), change, plan["head"])
+                while len(self._committed) > COMMITTED_SESSIONS:
+                    self._committed.popitem(last=False)
+        return change is not None
 
     def _units(self, plan: dict[str, Any]) -> list[DerivedUnit]:
         """The session's units with the vectors and mentions the plan holds."""
@@ -269,8 +340,9 @@ class Indexer:
         for draft in plan["drafts"]:
             if draft.level == "turn" and draft.text_hash not in plan["vecs"] and draft.rowids[0] in span_vectors:
                 plan["vecs"][draft.text_hash] = _mean_unit(span_vectors[draft.rowids[0]]).tobytes()
-        turn_vectors = {d.rowids[0]: np.frombuffer(plan["vecs"][d.text_hash], dtype=np.float32)
-                        for d in plan["drafts"] if d.level == "turn" and d.text_hash in plan["vecs"]}
+        turn_vectors = {rowid: np.frombuffer(blob, dtype=np.float32) for rowid, blob in plan["turn_vectors"].items()}
+        turn_vectors.update({d.rowids[0]: np.frombuffer(plan["vecs"][d.text_hash], dtype=np.float32)
+                             for d in plan["drafts"] if d.level == "turn" and d.text_hash in plan["vecs"]})
         units = []
         for draft in plan["drafts"]:
             vector = plan["vecs"].get(draft.text_hash) if draft.level in _EMBEDDED_LEVELS else None
@@ -314,6 +386,12 @@ class Indexer:
         if report.encoder_seconds:
             self.store.add_encoder_timings(report.encoder_seconds,
                                            {"dense": report.encoded_texts, "entities": report.ner_texts})
+
+
+def _digest(fingerprint: list[tuple[str, int]]) -> bytes:
+    """A short digest of a session's (trace id, version)s, in order."""
+    return hashlib.blake2b("\n".join(f"{tid} {version}" for tid, version in fingerprint).encode(),
+                           digest_size=16).digest()
 
 
 def _head_limit(encoders: Any) -> int | None:

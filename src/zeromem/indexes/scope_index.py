@@ -471,7 +471,7 @@ class ScopeIndex:
 
     def _grouped_tokens(self, unit: StoredUnit) -> np.ndarray:
         """A window's or episode's tokens are its turns' tokens end to end (no token crosses
-        the newline that joins them, see units._group); others are tokenized themselves."""
+        the newline that joins them, see units.group); others are tokenized themselves."""
         turns = self.turns
         parts = []
         for rowid in unit.rowids:

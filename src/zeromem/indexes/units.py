@@ -76,8 +76,19 @@ def segment_session(traces: Sequence[Trace], rowids: Sequence[int], *, window_tu
         raise ValueError(f"{len(traces)} traces but {len(rowids)} row numbers")
     if not traces:
         return []
+    units = segment_turns(traces, rowids, 0)
+    size = max(1, window_turns)
+    for start in window_starts(len(traces), window_turns=window_turns, stride=stride):
+        units.append(group("window", start, traces[start:start + size], rowids[start:start + size]))
+    units.append(group("episode", 0, traces, rowids))
+    return units
+
+
+def segment_turns(traces: Sequence[Trace], rowids: Sequence[int], first_position: int) -> list[UnitDraft]:
+    """The turn and sentence-span units of ``traces``, the first at ``first_position`` of its
+    session (a turn's units depend on its trace and its place only)."""
     units: list[UnitDraft] = []
-    for position, (trace, rid) in enumerate(zip(traces, rowids)):
+    for position, (trace, rid) in enumerate(zip(traces, rowids), start=first_position):
         time = trace.event_time or trace.session_time
         units.append(UnitDraft("turn", position, turn_text(trace), (rid,), trace.seq, trace.seq,
                                trace.speaker, time))
@@ -91,19 +102,25 @@ def segment_session(traces: Sequence[Trace], rowids: Sequence[int], *, window_tu
                 units.append(UnitDraft("span", position * 1000 + index, head + sentence, (rid,),
                                        trace.seq, trace.seq, trace.speaker, time, offset))
                 offset += len(sentence) + 1
-    size = max(1, window_turns)
-    step = max(1, stride)
-    starts = list(range(0, max(1, len(traces) - size + 1), step))
-    if starts[-1] + size < len(traces):
-        starts.append(len(traces) - size)
-    if len(traces) > 1:
-        for start in starts:
-            units.append(_group("window", start, traces[start:start + size], rowids[start:start + size]))
-    units.append(_group("episode", 0, traces, rowids))
     return units
 
 
-def _group(level: str, position: int, run: Sequence[Trace], rowids: Sequence[int]) -> UnitDraft:
+def window_starts(n_turns: int, *, window_turns: int = 4, stride: int = 2) -> list[int]:
+    """Where the windows of a session of ``n_turns`` start: every ``stride`` turns, and one more
+    ending at the last turn; none for a session of one turn. A window covers the ``window_turns``
+    turns from its start (fewer in a shorter session)."""
+    if n_turns <= 1:
+        return []
+    size = max(1, window_turns)
+    step = max(1, stride)
+    starts = list(range(0, max(1, n_turns - size + 1), step))
+    if starts[-1] + size < n_turns:
+        starts.append(n_turns - size)
+    return starts
+
+
+def group(level: str, position: int, run: Sequence[Trace], rowids: Sequence[int]) -> UnitDraft:
+    """A window or episode: the turns of ``run`` (its text is theirs, joined by newlines)."""
     speakers = {t.speaker for t in run}
     first = run[0]
     return UnitDraft(level, position, "\n".join(turn_text(t) for t in run),

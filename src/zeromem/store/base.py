@@ -42,6 +42,7 @@ from .roles import (
     KeyStore,
     Maintenance,
     MetaStore,
+    Replacing,
     SnapshotStore,
     TraceDraft,
     TraceRecords,
@@ -50,7 +51,7 @@ from .roles import (
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT_S", "ERASABLE_TABLES", "VERSION_FLOOR_KEY", "ChangeLog", "CleanDraft",
            "DeleteReceipt", "DerivedStore", "DerivedStoreBase", "DerivedUnit", "HeldRows", "KeyStore", "Maintenance",
-           "MetaStore", "SnapshotStore", "StoreBase", "TraceDraft", "TraceRecords", "TraceRows",
+           "MetaStore", "Replacing", "SnapshotStore", "StoreBase", "TraceDraft", "TraceRecords", "TraceRows",
            "TraceStoreBase", "check_flag", "check_lock_timeout", "check_meta_key", "check_meta_value",
            "check_meta_write", "clean_list_filters", "id_codec", "make_receipt", "not_found_message",
            "retained_identifiers", "scope_key", "scope_meta_key", "scope_meta_suffix"]

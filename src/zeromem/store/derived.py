@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .base import VERSION_FLOOR_KEY
-from .roles import HeldRows
+from .roles import HeldRows, Replacing
 from .rows import parse_rowids, split_units, unit_key
 
 # A list of ids bound as ONE JSON parameter: no limit on how many (SQLite caps the number of
@@ -250,7 +250,8 @@ def stored_encodings(conn: sqlite3.Connection, user: str, agent: str, text_hashe
     sessions (a write re-derives its session: most of its texts are its own stored units); any
     other text from the oldest unit of the scope that has it — a text repeated a thousand
     times in the scope costs one vector read, not a thousand. (A text's vector and mentions
-    are functions of the text, so which unit answers does not matter.)
+    are functions of the text — up to float rounding with an embedder that batches texts —
+    so which unit answers does not matter.)
     """
     vectors: dict[str, bytes] = {}
     mentions: dict[str, list[tuple]] = {}
@@ -308,28 +309,25 @@ def entities_with_vectors(conn: sqlite3.Connection, user: str, agent: str, names
 
 
 def commit_session(conn: sqlite3.Connection, user: str, agent: str, session: str,
-                   expected: Sequence[tuple[int, int]], units: Sequence, entity_vectors: dict[str, bytes]) -> bool:
+                   expected: Sequence[tuple[int, int]], units: Sequence, entity_vectors: dict[str, bytes],
+                   replacing: Replacing | None = None) -> int | None:
     """Replace a session's derived rows — if its traces are still ``expected`` ((rowid,
-    version) in order); else change nothing and return False (it stays dirty)."""
+    version) in order) and, with ``replacing``, its change version still ``replacing.since``;
+    else change nothing and return None (it stays dirty). Returns the new change version."""
     current = conn.execute(
         "SELECT rowid_, version FROM traces WHERE user_key=? AND agent_key=? AND session=? ORDER BY seq, rowid_",
         (user, agent, session)).fetchall()
     if [tuple(r) for r in current] != [tuple(e) for e in expected]:
-        return False
-    # Rows that stay exactly the same are kept, the rest replaced (rows.split_units).
-    fresh, stale = split_units(
-        ((uid, unit_key(level, position, text_hash, parse_rowids(rowids), first, last, speaker, time, has_vector))
-         for uid, level, position, text_hash, rowids, first, last, speaker, time, has_vector in conn.execute(
-            "SELECT u.id, u.level, u.position, u.text_hash, u.trace_rowids, u.first_seq, u.last_seq,"
-            " u.speaker, u.time, v.unit_id IS NOT NULL FROM units u LEFT JOIN unit_vectors v ON v.unit_id = u.id"
-            " WHERE u.user_key=? AND u.agent_key=? AND u.session=? ORDER BY u.id", (user, agent, session))),
-        units)
-    for start in range(0, len(stale), 500):
-        chunk = stale[start:start + 500]
-        conn.execute(f"DELETE FROM units WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-    # Vectors the indexer made (entities the scope had none for) go in for every unit's
-    # mentions, kept or new.
-    mentioned = {m[0] for unit in units for m in unit.mentions}
+        return None
+    if replacing is not None:
+        if _change_version(conn, user, agent, session) != replacing.since:
+            return None  # another writer derived the session since: the caller derives it whole
+        conn.executemany(
+            "DELETE FROM units WHERE user_key=? AND agent_key=? AND session=? AND level=? AND position=?",
+            [(user, agent, session, level, position) for level, position in replacing.units])
+        fresh = list(units)
+    else:
+        fresh = _replace_changed(conn, user, agent, session, units)
     for unit in fresh:
         cur = conn.execute(
             "INSERT INTO units (user_key, agent_key, session, level, position, text, text_hash, trace_rowids,"
@@ -341,6 +339,9 @@ def commit_session(conn: sqlite3.Connection, user: str, agent: str, session: str
             conn.execute("INSERT INTO unit_vectors VALUES (?,?,?)", (uid, "dense", unit.vector))
         if unit.mentions:
             conn.executemany("INSERT INTO unit_mentions VALUES (?,?,?,?,?)", [(uid, *m) for m in unit.mentions])
+    # Vectors the indexer made (entities the scope had none for) go in for every unit's
+    # mentions, kept or new.
+    mentioned = {m[0] for unit in units for m in unit.mentions}
     # The session's entities get their vectors in the same transaction, so a reader never sees
     # a mention whose entity vector is still missing. (Vectors of entities nobody mentions any
     # more are removed by the update/delete that dropped them.)
@@ -349,7 +350,36 @@ def commit_session(conn: sqlite3.Connection, user: str, agent: str, session: str
     conn.execute("DELETE FROM dirty_sessions WHERE user_key=? AND agent_key=? AND session=?", (user, agent, session))
     note_session_change(conn, user, agent, session)
     bump_version(conn, user, agent)
-    return True
+    return _change_version(conn, user, agent, session)
+
+
+def _replace_changed(conn: sqlite3.Connection, user: str, agent: str, session: str, units: Sequence) -> list:
+    """Delete the session's unit rows that no unit of ``units`` equals (rows.split_units);
+    returns the units to insert."""
+    fresh, stale = split_units(
+        ((uid, unit_key(level, position, text_hash, parse_rowids(rowids), first, last, speaker, time, has_vector))
+         for uid, level, position, text_hash, rowids, first, last, speaker, time, has_vector in conn.execute(
+            "SELECT u.id, u.level, u.position, u.text_hash, u.trace_rowids, u.first_seq, u.last_seq,"
+            " u.speaker, u.time, v.unit_id IS NOT NULL FROM units u LEFT JOIN unit_vectors v ON v.unit_id = u.id"
+            " WHERE u.user_key=? AND u.agent_key=? AND u.session=? ORDER BY u.id", (user, agent, session))),
+        units)
+    for start in range(0, len(stale), 500):
+        chunk = stale[start:start + 500]
+        conn.execute(f"DELETE FROM units WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+    return fresh
+
+
+def _change_version(conn: sqlite3.Connection, user: str, agent: str, session: str) -> int | None:
+    row = conn.execute("SELECT version FROM session_changes WHERE user_key=? AND agent_key=? AND session=?",
+                       (user, agent, session)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def turn_vectors(conn: sqlite3.Connection, user: str, agent: str, session: str) -> dict[int, bytes]:
+    """The vector of each turn unit of the session, by its trace's row number."""
+    return {parse_rowids(rowids)[0]: vec for rowids, vec in conn.execute(
+        "SELECT u.trace_rowids, v.vec FROM units u JOIN unit_vectors v ON v.unit_id = u.id"
+        " WHERE u.user_key=? AND u.agent_key=? AND u.session=? AND u.level='turn'", (user, agent, session))}
 
 
 def add_encoder_timings(conn: sqlite3.Connection, seconds: dict[str, float], items: dict[str, int]) -> None:

@@ -68,7 +68,7 @@ from .dates import utc_key
 from .ids import ID_KEY, TraceIdCodec
 from .postgres_schema import SNAPSHOT_CHUNK, migrate
 from .receipts import DeleteReceipt, make_receipt, retained_identifiers
-from .roles import CleanDraft, DerivedUnit, HeldRows, TraceDraft
+from .roles import CleanDraft, DerivedUnit, HeldRows, Replacing, TraceDraft
 from .rows import (
     COLUMNS,
     dump_attachments,
@@ -259,13 +259,19 @@ class PostgresStore(SQLStore):
             return pgd.entities_with_vectors(conn, key, names)
 
     def commit_session(self, scope: Scope, session: str, expected: Sequence[tuple[int, int]],
-                       units: Sequence[DerivedUnit], entity_vectors: dict[str, bytes]) -> bool:
+                       units: Sequence[DerivedUnit], entity_vectors: dict[str, bytes],
+                       replacing: Replacing | None = None) -> int | None:
         key = self._scope(scope)
         try:
-            self._write(lambda conn: pgd.commit_session(conn, key, session, expected, units, entity_vectors))
+            return self._write(
+                lambda conn: pgd.commit_session(conn, key, session, expected, units, entity_vectors, replacing))
         except pgd.Stale:
-            return False
-        return True
+            return None
+
+    def turn_vectors(self, scope: Scope, session: str) -> dict[int, bytes]:
+        key = self._scope(scope)
+        with self._connection("read") as conn:
+            return pgd.turn_vectors(conn, key, session)
 
     def trace_entities(self, scope: Scope, rowid: int, limit: int = 20
                        ) -> tuple[builtins.list[tuple[str, str, str, int, int]],

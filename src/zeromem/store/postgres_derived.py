@@ -23,7 +23,7 @@ from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
 from .base import VERSION_FLOOR_KEY
-from .roles import HeldRows
+from .roles import HeldRows, Replacing
 from .rows import parse_rowids, split_units, unit_key
 
 
@@ -329,26 +329,27 @@ class Stale(Exception):
 
 def commit_session(conn: Any, scope_key: str, session: str,
                    expected: Sequence[tuple[int, int]], units: Sequence,
-                   entity_vectors: dict[str, bytes]) -> None:
-    """Replace a session's derived rows if its traces are still ``expected``; raises Stale
-    (the caller rolls back, nothing changed) when they are not."""
+                   entity_vectors: dict[str, bytes], replacing: Replacing | None = None) -> int:
+    """Replace a session's derived rows if its traces are still ``expected`` (and, with
+    ``replacing``, its change version still ``replacing.since``); returns the new change
+    version. Raises Stale (the caller rolls back, nothing changed) when they are not."""
     version = lock_scope(conn, scope_key)
     current = conn.execute(
         "SELECT rowid_, version FROM traces WHERE scope_key = %s AND session = %s ORDER BY seq, rowid_",
         (scope_key, session)).fetchall()
     if [(int(a), int(b)) for a, b in current] != [(int(a), int(b)) for a, b in expected]:
         raise Stale
-    # Rows that stay exactly the same are kept (with their mentions), the rest replaced
-    # (rows.split_units): rewriting every unit and vector per appended turn made writes O(session).
-    fresh, stale = split_units(
-        ((int(uid), unit_key(level, position, text_hash, rowids, first, last, speaker, time, has_vector))
-         for uid, level, position, text_hash, rowids, first, last, speaker, time, has_vector in conn.execute(
-            "SELECT id, level, position, text_hash, rowids, first_seq, last_seq, speaker, time,"
-            " vec IS NOT NULL FROM units WHERE scope_key = %s AND session = %s ORDER BY id",
-            (scope_key, session))),
-        units)
-    if stale:  # their mentions go with them (ON DELETE CASCADE)
-        conn.execute("DELETE FROM units WHERE scope_key = %s AND id = ANY(%s)", (scope_key, stale))
+    if replacing is not None:
+        row = conn.execute("SELECT version FROM session_changes WHERE scope_key = %s AND session = %s",
+                           (scope_key, session)).fetchone()
+        if row is None or int(row[0]) != replacing.since:
+            raise Stale  # another writer derived the session since: the caller derives it whole
+        conn.cursor().executemany(
+            "DELETE FROM units WHERE scope_key = %s AND session = %s AND level = %s AND position = %s",
+            [(scope_key, session, level, position) for level, position in replacing.units])
+        fresh = list(units)
+    else:
+        fresh = _replace_changed(conn, scope_key, session, units)
     ids = allocate(conn, "zeromem_unit_ids", len(fresh))
     cur = conn.cursor()
     if fresh:
@@ -370,6 +371,29 @@ def commit_session(conn: Any, scope_key: str, session: str,
                         " ON CONFLICT DO NOTHING", vector_rows)
     conn.execute("DELETE FROM dirty_sessions WHERE scope_key = %s AND session = %s", (scope_key, session))
     note_session_change(conn, scope_key, session, version)
+    return version
+
+
+def _replace_changed(conn: Any, scope_key: str, session: str, units: Sequence) -> list:
+    """Delete the session's unit rows that no unit of ``units`` equals (rows.split_units): rewriting
+    every unit and vector per appended turn made writes O(session). Returns the units to insert."""
+    fresh, stale = split_units(
+        ((int(uid), unit_key(level, position, text_hash, rowids, first, last, speaker, time, has_vector))
+         for uid, level, position, text_hash, rowids, first, last, speaker, time, has_vector in conn.execute(
+            "SELECT id, level, position, text_hash, rowids, first_seq, last_seq, speaker, time,"
+            " vec IS NOT NULL FROM units WHERE scope_key = %s AND session = %s ORDER BY id",
+            (scope_key, session))),
+        units)
+    if stale:  # their mentions go with them (ON DELETE CASCADE)
+        conn.execute("DELETE FROM units WHERE scope_key = %s AND id = ANY(%s)", (scope_key, stale))
+    return fresh
+
+
+def turn_vectors(conn: Any, scope_key: str, session: str) -> dict[int, bytes]:
+    """The vector of each turn unit of the session, by its trace's row number."""
+    return {int(rowids[0]): from_vec(value) for rowids, value in conn.cursor(binary=True).execute(
+        "SELECT rowids, vec FROM units WHERE scope_key = %s AND session = %s AND level = 'turn'"
+        " AND vec IS NOT NULL", (scope_key, session))}
 
 
 def allocate(conn: Any, sequence: str, n: int) -> list[int]:

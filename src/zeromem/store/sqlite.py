@@ -44,7 +44,7 @@ from .checks import (
 from .derived import bump_version, purge_units_of_trace, read_changes
 from .ids import ID_KEY, TraceIdCodec
 from .receipts import DeleteReceipt, make_receipt, retained_identifiers
-from .roles import CleanDraft, DerivedUnit, HeldRows, TraceDraft
+from .roles import CleanDraft, DerivedUnit, HeldRows, Replacing, TraceDraft
 from .rows import (
     COLUMNS,
     dump_attachments,
@@ -286,14 +286,21 @@ class SQLiteStore(SQLStore):
             return derived.entities_with_vectors(self.conn, user, agent, names)
 
     def commit_session(self, scope: Scope, session: str, expected: Sequence[tuple[int, int]],
-                       units: Sequence[DerivedUnit], entity_vectors: dict[str, bytes]) -> bool:
+                       units: Sequence[DerivedUnit], entity_vectors: dict[str, bytes],
+                       replacing: Replacing | None = None) -> int | None:
         user, agent = scope_key(scope)
         if self.read_only is not None:
             raise StoreError(f"this store is read-only: {self.path} ({self.read_only}), and session "
                              f"{validate.printable(session)!r} is not derived yet; run `zeromem index` "
                              "once with write access, then it can be searched read-only")
         with self.transaction() as conn:
-            return derived.commit_session(conn, user, agent, session, expected, units, entity_vectors)
+            return derived.commit_session(conn, user, agent, session, expected, units, entity_vectors, replacing)
+
+    def turn_vectors(self, scope: Scope, session: str) -> dict[int, bytes]:
+        user, agent = scope_key(scope)
+        with self._lock:
+            self._check_open()
+            return derived.turn_vectors(self.conn, user, agent, session)
 
     def trace_entities(self, scope: Scope, rowid: int, limit: int = 20
                        ) -> tuple[builtins.list[tuple[str, str, str, int, int]],

@@ -5,7 +5,7 @@ persistence reads ``SnapshotStore``); every backend implements every role.
 """
 
 from .changes import ChangeLog, HeldRows
-from .derived import DerivedStore, DerivedUnit
+from .derived import DerivedStore, DerivedUnit, Replacing
 from .keys import KeyStore
 from .maintenance import Maintenance
 from .meta import MetaStore
@@ -13,4 +13,4 @@ from .snapshots import SnapshotStore, TraceRows
 from .traces import CleanDraft, TraceDraft, TraceRecords
 
 __all__ = ["ChangeLog", "CleanDraft", "DerivedStore", "DerivedUnit", "HeldRows", "KeyStore", "Maintenance",
-           "MetaStore", "SnapshotStore", "TraceDraft", "TraceRecords", "TraceRows"]
+           "MetaStore", "Replacing", "SnapshotStore", "TraceDraft", "TraceRecords", "TraceRows"]

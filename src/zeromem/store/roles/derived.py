@@ -27,6 +27,17 @@ class DerivedUnit:
     mentions: tuple[tuple[str, str, str, int], ...] = ()  # (entity, label, surface, count), turns
 
 
+@dataclass(frozen=True, slots=True)
+class Replacing:
+    """What a commit of appended turns replaces (``DerivedStore.commit_session``): ``since`` is the
+    session's change version its derivation started from (the previous commit's return) and
+    ``units`` the (level, position) of the stored units that the new ones replace; every other
+    unit row of the session stays as it is."""
+
+    since: int
+    units: tuple[tuple[str, int], ...]
+
+
 class DerivedStore(ABC):
     """Derived rows of each scope. Every method is scoped; a backend never reads or writes
     across scopes."""
@@ -51,10 +62,20 @@ class DerivedStore(ABC):
 
     @abstractmethod
     def commit_session(self, scope: Scope, session: str, expected: Sequence[tuple[int, int]],
-                       units: Sequence[DerivedUnit], entity_vectors: dict[str, bytes]) -> bool:
+                       units: Sequence[DerivedUnit], entity_vectors: dict[str, bytes],
+                       replacing: Replacing | None = None) -> int | None:
         """In one transaction: if the session's traces are still ``expected`` ((rowid, version)
         in conversation order), replace its derived rows, add the entity vectors its mentions
-        need, clear its dirty mark and log the change; else change nothing, return False."""
+        need, clear its dirty mark, log the change and return the session's change version;
+        else change nothing and return None.
+
+        ``units`` are all the session's units (rows that did not change are kept), or, with
+        ``replacing``, only the new ones: they replace the units it names, and the commit
+        happens only if the session's change version is still ``replacing.since``."""
+
+    @abstractmethod
+    def turn_vectors(self, scope: Scope, session: str) -> dict[int, bytes]:
+        """The vector of each turn unit of the session, by its trace's row number."""
 
     @abstractmethod
     def trace_entities(self, scope: Scope, rowid: int, limit: int = 20
