@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .scope_index import TURN, ScopeIndex
+from .scope_index import TURN, Level, ScopeIndex
 
 
 class HeldUnits:
@@ -21,7 +21,7 @@ class HeldUnits:
 
     def __init__(self, index: ScopeIndex) -> None:
         self.index = index
-        self._keys: dict[tuple[int, str], set[tuple | None]] = {}
+        self._places: dict[tuple[int, str], dict[int, int]] = {}  # (session, level) → position → slot
         self._stale: set[int] = set()  # rowids of the traces it was asked for and lacks
 
     def has_trace(self, rowid: int, version: int) -> bool:
@@ -39,20 +39,29 @@ class HeldUnits:
     def has_unit(self, session: str, level: str, position: int, text_hash: str, rowids: tuple[int, ...]) -> bool:
         index = self.index
         sid = index.session_id.get(session)
-        if sid is None:
+        if sid is None or not rowids:
             return False
-        key = (position, text_hash, rowids)
         if level == TURN:
             # A turn whose trace is read again is read whole too, and refilled as it would be
             # from a whole read (the store asks about traces first).
-            if not rowids or rowids[0] in self._stale:
-                return False
             slot = index.slot_of_rowid.get(rowids[0])
+            if slot is None or len(rowids) != 1 or rowids[0] in self._stale:
+                return False
             turns = index.turns
-            return slot is not None and turns.key(slot) == key and int(turns.session[slot]) == sid
-        held = self._keys.get((sid, level))
-        if held is None:
+            return bool(turns.alive[slot]) and self._same(turns, slot, sid, position, text_hash)
+        by_place = self._places.get((sid, level))
+        if by_place is None:
             units = index.levels[level]
-            held = self._keys[(sid, level)] = {
-                units.key(slot) for slot in np.flatnonzero(units.session.view() == sid).tolist()}
-        return key in held
+            slots = np.flatnonzero(units.session.view() == sid)
+            by_place = self._places[(sid, level)] = dict(zip(units.position.view()[slots].tolist(), slots.tolist()))
+        slot = by_place.get(position)
+        units = index.levels[level]
+        return (slot is not None and self._same(units, slot, sid, position, text_hash)
+                and tuple(units.rowids[slot].tolist()) == rowids)
+
+    @staticmethod
+    def _same(level: Level, slot: int, sid: int, position: int, text_hash: str) -> bool:
+        """Whether a live slot holds a unit of this session at this position with this text
+        (``Level.key`` without building it)."""
+        return (int(level.session[slot]) == sid and int(level.position[slot]) == position
+                and level.text_hash[slot].ljust(12, b"\0").hex() == text_hash)
