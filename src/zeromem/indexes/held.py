@@ -59,6 +59,24 @@ class HeldUnits:
         return (slot is not None and self._same(units, slot, sid, position, text_hash)
                 and tuple(units.rowids[slot].tolist()) == rowids)
 
+    def unit_ids(self, session: str) -> set[int] | None:
+        index = self.index
+        sid = index.session_id.get(session)
+        if sid is None:
+            return set()
+        ids: set[int] = set()
+        for level in index.levels.values():
+            uids = level.unit_id.view()[np.flatnonzero(level.session.view() == sid)]
+            if (uids < 0).any():
+                return None  # derived in memory, or loaded from a snapshot that kept no ids
+            ids.update(uids.tolist())
+        turns = index.turns
+        for rowid in self._stale:  # their turns are read again, whole
+            slot = index.slot_of_rowid.get(rowid)
+            if slot is not None:
+                ids.discard(int(turns.unit_id[slot]))
+        return ids
+
     @staticmethod
     def _same(level: Level, slot: int, sid: int, position: int, text_hash: str) -> bool:
         """Whether a live slot holds a unit of this session at this position with this text

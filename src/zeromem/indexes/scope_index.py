@@ -51,6 +51,7 @@ class StoredUnit:
     rowids: tuple[int, ...]
     vector: np.ndarray | None
     mentions: tuple[tuple[str, str, str, int], ...] = ()  # (entity, label, surface, count), turns
+    uid: int = -1  # the store's id of the unit row (-1: derived in memory)
 
 
 @dataclass(slots=True)
@@ -61,6 +62,9 @@ class SessionUnits:
     session: str
     traces: dict[int, Trace]
     units: list[StoredUnit]
+    # Read by unit ids (``held.HeldUnits.unit_ids``): ``units`` are only the session's units the
+    # index did not hold, and these are the ids of all its units now; None: ``units`` are all.
+    unit_ids: set[int] | None = None
 
 
 @dataclass
@@ -128,6 +132,7 @@ class Level:
         self.session = Growable(np.int32, fill=-1)
         self.position = Growable(np.int32, fill=-1)
         self.text_hash = Growable("S12", fill=b"")  # the 12-byte digest behind the hex text_hash
+        self.unit_id = Growable(np.int64, fill=-1)  # the store's row id of the slot's unit (-1: none known)
         self.rowids = Ragged(np.int64)
         self.tokens = Ragged(np.int32)
         self.lexical = LexicalIndex(vocabulary=vocabulary, remember_terms=False)  # tokens are here
@@ -163,14 +168,16 @@ class Level:
         self.session.append(-1)
         self.position.append(-1)
         self.text_hash.append(b"")
+        self.unit_id.append(-1)
         self.rowids.reserve(slot + 1)
         self.tokens.reserve(slot + 1)
         self.lexical.reserve(slot + 1)
         return slot
 
     def fill(self, slot: int, session: int, key: tuple, rowids: tuple[int, ...],
-             tokens: np.ndarray, vector: np.ndarray | None) -> None:
+             tokens: np.ndarray, vector: np.ndarray | None, uid: int = -1) -> None:
         self.alive[slot] = True
+        self.unit_id[slot] = uid
         self.session[slot] = session
         self.position[slot] = key[0]
         self.text_hash[slot] = bytes.fromhex(key[1])
@@ -185,7 +192,8 @@ class Level:
         rowids_ptr, rowids = self.rowids.flat()
         tokens_ptr, tokens = self.tokens.flat()
         out = {"alive": self.alive.view(), "session": self.session.view(), "position": self.position.view(),
-               "text_hash": self.text_hash.view(), "rowids_ptr": rowids_ptr, "rowids": rowids,
+               "text_hash": self.text_hash.view(), "unit_id": self.unit_id.view(),
+               "rowids_ptr": rowids_ptr, "rowids": rowids,
                "tokens_ptr": tokens_ptr, "tokens": tokens, "free": np.asarray(self.free, dtype=np.int64)}
         out.update({f"lex.{k}": v for k, v in self.lexical.state().items()})
         out.update({f"dense.{k}": v for k, v in self.dense.state(compact=compact).items()})
@@ -198,6 +206,10 @@ class Level:
         level.session = Growable.wrap(state["session"], fill=-1)
         level.position = Growable.wrap(state["position"], fill=-1)
         level.text_hash = Growable.wrap(state["text_hash"], fill=b"")
+        # (A snapshot written before unit ids were kept has none: that scope's sessions are read
+        # by key until they change.)
+        level.unit_id = Growable.wrap(state["unit_id"] if "unit_id" in state
+                                      else np.full(level.alive.size, -1, dtype=np.int64), fill=-1)
         level.rowids = Ragged(np.int64, state["rowids_ptr"], state["rowids"])
         level.tokens = Ragged(np.int32, state["tokens_ptr"], state["tokens"])
         level.rowids.reserve(level.alive.size)
@@ -211,6 +223,7 @@ class Level:
 
     def kill(self, slot: int, reuse: bool) -> None:
         self.alive[slot] = False
+        self.unit_id[slot] = -1
         self.session[slot] = -1
         self.position[slot] = -1
         self.text_hash[slot] = b""
@@ -390,11 +403,13 @@ class ScopeIndex:
         change.sessions.add(sid)
         turns = self.turns
         traces = data.traces
+        ids = data.unit_ids
         turn_units = [u for u in data.units if u.level == TURN]
         keep = {u.rowids[0] for u in turn_units}
         for slot in self.session_turns[sid]:
             rowid = int(turns.rowids[slot][0])
-            if rowid not in keep and turns.alive[slot]:
+            # (Read by ids, a turn none of the read units covers stays if its unit is still there.)
+            if rowid not in keep and turns.alive[slot] and (ids is None or int(turns.unit_id[slot]) not in ids):
                 change.old_mentions[slot] = self.mentions_of(slot)
                 turns.kill(slot, reuse=False)
                 self.traces[slot] = None
@@ -416,6 +431,7 @@ class ScopeIndex:
             # snapshot shows as a title the slot does not have yet.)
             if (turns.alive[slot] and turns.key(slot) == key and self.traces[slot] == trace
                     and self.titles.of(slot) == (trace.title if trace is not None else None)):
+                turns.unit_id[slot] = unit.uid  # the same unit (its row may be a new one)
                 continue
             change.old_mentions[slot] = self.mentions_of(slot) if turns.alive[slot] else []
             self.traces[slot] = trace
@@ -424,42 +440,57 @@ class ScopeIndex:
             retokenize.append((slot, unit))
         for (slot, unit), tokens in zip(retokenize, self._tokens([_text(u) for _, u in retokenize])):
             turns.fill(slot, sid, (unit.position, unit.text_hash, unit.rowids), unit.rowids, tokens,
-                       unit.vector)
+                       unit.vector, unit.uid)
             change.turns_set.append(slot)
+        if ids is not None:  # the turns not read keep their slots: all of them in position order
+            listed = set(ordered)
+            ordered += [slot for slot in self.session_turns[sid] if slot not in listed and turns.alive[slot]]
+            ordered.sort(key=lambda slot: int(turns.position[slot]))
         self.session_turns[sid] = ordered
         if not ordered:
             self.episode_of_session[sid] = -1
         for level in LEVELS:
             if level != TURN:
                 self._apply_level(self.levels[level], sid, [u for u in data.units if u.level == level],
-                                  change)
+                                  change, ids)
 
-    def _apply_level(self, level: Level, sid: int, units: list[StoredUnit], change: Change) -> None:
+    def _apply_level(self, level: Level, sid: int, units: list[StoredUnit], change: Change,
+                     ids: set[int] | None) -> None:
         wanted = {(u.position, u.text_hash, u.rowids): u for u in units}
         held = {key for key, unit in wanted.items() if unit.text is None}
+        session_slots = np.flatnonzero(level.session.view() == sid)
         fresh: list[tuple[tuple, StoredUnit]]
-        if held and len(held) == int(np.count_nonzero(level.session.view() == sid)) and (
-                level.name != "episode" or len(held) == len(wanted)):
+        existing: dict[tuple | None, int]
+        if ids is not None:
+            # Read by ids: only the slots whose unit is gone are looked at (a read unit equal to
+            # one of them keeps it, as a read by key would); the others stay as they are.
+            uids = level.unit_id.view()[session_slots].tolist()
+            existing = {level.key(slot): slot for slot, uid in zip(session_slots.tolist(), uids) if uid not in ids}
+        elif held and len(held) == len(session_slots) and (level.name != "episode" or len(held) == len(wanted)):
             # Every unit the index has in this session is held (so still wanted): none to clear,
             # and no key of the session's slots to compute (a write changes a few units).
-            existing: dict[tuple | None, int] = {}
-            fresh = [(key, unit) for key, unit in wanted.items() if key not in held]
+            existing = {}
         else:
-            existing = {level.key(slot): slot for slot in np.flatnonzero(level.session.view() == sid).tolist()}
-            for key, slot in existing.items():
-                if key not in wanted:
-                    level.kill(slot, reuse=True)
-                    change.units_killed[level.name].append(slot)
-            fresh = [(key, unit) for key, unit in wanted.items() if key not in existing]
+            existing = {level.key(slot): slot for slot in session_slots.tolist()}
+        for key, slot in existing.items():
+            if key not in wanted:
+                level.kill(slot, reuse=True)
+                change.units_killed[level.name].append(slot)
+            else:
+                level.unit_id[slot] = wanted[key].uid
+        fresh = [(key, unit) for key, unit in wanted.items() if key not in existing and key not in held]
         if level.name in GROUPED:
             tokens = [self._grouped_tokens(unit) for _, unit in fresh]
         else:
             tokens = self._tokens([_text(unit) for _, unit in fresh])
         for (key, unit), unit_tokens in zip(fresh, tokens):
             slot = level.new_slot(reuse=True)
-            level.fill(slot, sid, key, unit.rowids, unit_tokens, unit.vector)
+            level.fill(slot, sid, key, unit.rowids, unit_tokens, unit.vector, unit.uid)
             change.units_set[level.name].append(slot)
-        if level.name == "episode" and (existing or fresh):  # (else: the held episode stays)
+        if level.name == "episode" and ids is not None:
+            live_slots = np.flatnonzero(level.session.view() == sid)
+            self.episode_of_session[sid] = int(live_slots[0]) if len(live_slots) else -1
+        elif level.name == "episode" and (existing or fresh):  # (else: the held episode stays)
             live = [slot for key, slot in existing.items() if key in wanted]
             live += change.units_set["episode"][-len(fresh):] if fresh else []
             self.episode_of_session[sid] = live[0] if live else -1
@@ -484,7 +515,8 @@ class ScopeIndex:
 
 def session_batches(delta: dict) -> list[SessionUnits]:
     """``store.read_changes`` rows → one ``SessionUnits`` per changed session."""
-    by_session: dict[str, SessionUnits] = {name: SessionUnits(name, {}, []) for name in delta["sessions"]}
+    by_ids = delta.get("unit_ids", {})
+    by_session = {name: SessionUnits(name, {}, [], by_ids.get(name)) for name in delta["sessions"]}
     for rowid, trace in delta["traces"]:
         key = trace.session if trace.session is not None else ""
         if key in by_session:
@@ -498,7 +530,7 @@ def session_batches(delta: dict) -> list[SessionUnits]:
         vector = np.frombuffer(vec, dtype=np.float32) if vec is not None else None
         by_session[session].units.append(StoredUnit(
             level, position, text, text_hash, rowids if isinstance(rowids, tuple) else parse_rowids(rowids), vector,
-            tuple(mentions.get(uid, ())) if level == TURN else ()))
+            tuple(mentions.get(uid, ())) if level == TURN else (), int(uid)))
     return [by_session[name] for name in delta["sessions"]]
 
 

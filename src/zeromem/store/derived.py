@@ -25,7 +25,7 @@ from typing import Any
 
 from .base import VERSION_FLOOR_KEY
 from .roles import HeldRows, Replacing
-from .rows import parse_rowids, split_units, unit_key
+from .rows import merge_unit_rows, parse_rowids, split_by_ids, split_units, unit_key
 
 # A list of ids bound as ONE JSON parameter: no limit on how many (SQLite caps the number of
 # bound variables per statement, at 999 in older builds).
@@ -183,8 +183,10 @@ def read_changes(conn: sqlite3.Connection, user: str, agent: str, since: int,
 
 def _read_unheld(conn: sqlite3.Connection, user: str, agent: str, sessions: list[str], trace_columns: str,
                  held: HeldRows, out: dict) -> None:
-    """``read_changes`` for an index that holds most of the changed sessions: keys first, then
-    the traces and unit contents it lacks (a write changes a few units of its session)."""
+    """``read_changes`` for an index that holds most of the changed sessions: the traces it
+    lacks, then, for a session whose unit ids it knows, the rows of the ids it does not hold;
+    for the others the keys of every unit first and the contents it lacks (a write changes a
+    few units of its session)."""
     names = json.dumps(sessions)
     in_sessions = "session IN (SELECT value FROM json_each(?))"
     stale = [rowid for rowid, version in conn.execute(
@@ -194,20 +196,27 @@ def _read_unheld(conn: sqlite3.Connection, user: str, agent: str, sessions: list
         out["traces"] = conn.execute(
             f"SELECT {trace_columns} FROM traces WHERE rowid_ IN (SELECT value FROM json_each(?))"
             " ORDER BY session, seq, rowid_", (json.dumps(stale),)).fetchall()
-    keys = conn.execute(
-        "SELECT u.id, u.session, u.level, u.position, u.text_hash, u.trace_rowids FROM units u"
-        f" WHERE u.user_key=? AND u.agent_key=? AND u.{in_sessions} ORDER BY u.session, {_LEVEL_ORDER}, u.position",
-        (user, agent, names)).fetchall()
-    keys = [(uid, session, level, position, text_hash, parse_rowids(rowids))
-            for uid, session, level, position, text_hash, rowids in keys]
-    wanted = [row[0] for row in keys if not held.has_unit(*row[1:])]
+    current: dict[str, list[int]] = {name: [] for name in sessions}
+    for uid, session in conn.execute(
+            f"SELECT id, session FROM units WHERE user_key=? AND agent_key=? AND {in_sessions}", (user, agent, names)):
+        current[session].append(uid)
+    by_keys, wanted = split_by_ids(sessions, current, held, out)
+    if by_keys:
+        keys = conn.execute(
+            "SELECT u.id, u.session, u.level, u.position, u.text_hash, u.trace_rowids FROM units u"
+            f" WHERE u.user_key=? AND u.agent_key=? AND u.{in_sessions}"
+            f" ORDER BY u.session, {_LEVEL_ORDER}, u.position", (user, agent, json.dumps(by_keys))).fetchall()
+        keys = [(uid, session, level, position, text_hash, parse_rowids(rowids))
+                for uid, session, level, position, text_hash, rowids in keys]
+        wanted += [row[0] for row in keys if not held.has_unit(*row[1:])]
+    else:
+        keys = []
     ids = json.dumps(wanted)
-    content = {uid: (text, vec) for uid, text, vec in conn.execute(
-        "SELECT u.id, u.text, v.vec FROM units u LEFT JOIN unit_vectors v ON v.unit_id = u.id"
-        " WHERE u.id IN (SELECT value FROM json_each(?))", (ids,))} if wanted else {}
-    for uid, session, level, position, text_hash, rowids in keys:
-        text, vec = content.get(uid, (None, None))
-        out["units"].append((uid, session, level, position, text, text_hash, rowids, vec))
+    content = {row[0]: tuple(row[1:]) for row in conn.execute(
+        "SELECT u.id, u.session, u.level, u.position, u.text, u.text_hash, u.trace_rowids, v.vec FROM units u"
+        " LEFT JOIN unit_vectors v ON v.unit_id = u.id WHERE u.id IN (SELECT value FROM json_each(?))"
+        f" ORDER BY u.session, {_LEVEL_ORDER}, u.position", (ids,))} if wanted else {}
+    out["units"] = merge_unit_rows(keys, content)
     out["mentions"] = conn.execute(
         "SELECT unit_id, entity, label, surface, count FROM unit_mentions WHERE unit_id IN"
         " (SELECT value FROM json_each(?)) ORDER BY unit_id, entity", (ids,)).fetchall() if wanted else []

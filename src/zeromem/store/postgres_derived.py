@@ -24,7 +24,7 @@ from psycopg.types import TypeInfo
 
 from .base import VERSION_FLOOR_KEY
 from .roles import HeldRows, Replacing
-from .rows import parse_rowids, split_units, unit_key
+from .rows import merge_unit_rows, parse_rowids, split_by_ids, split_units, unit_key
 
 
 def register_vector(conn: Any, info: TypeInfo) -> None:
@@ -206,7 +206,7 @@ def _read_all(conn: Any, scope_key: str, sessions: list[str] | None, trace_colum
 def _read_unheld(conn: Any, scope_key: str, sessions: list[str], trace_columns: str, held: HeldRows,
                  out: dict) -> None:
     """``read_changes`` for an index that holds most of the changed sessions (see
-    ``derived._read_unheld``): keys first, then the traces and unit contents it lacks."""
+    ``derived._read_unheld``): the traces it lacks, then the unit rows it lacks, by ids or keys."""
     stale = [rowid for rowid, version in conn.execute(
         "SELECT rowid_, version FROM traces WHERE scope_key = %s AND session = ANY(%s)", (scope_key, sessions))
         if not held.has_trace(rowid, version)]
@@ -214,24 +214,31 @@ def _read_unheld(conn: Any, scope_key: str, sessions: list[str], trace_columns: 
         out["traces"] = conn.execute(
             f"SELECT {trace_columns} FROM traces WHERE scope_key = %s AND rowid_ = ANY(%s)"
             " ORDER BY session, seq, rowid_", (scope_key, stale)).fetchall()
-    keys = conn.execute(
-        "SELECT u.id, u.session, u.level, u.position, u.text_hash, array_to_json(u.rowids)::text FROM units u"
-        f" WHERE u.scope_key = %s AND u.session = ANY(%s) ORDER BY u.session, {_LEVEL_ORDER}, u.position",
-        (scope_key, sessions)).fetchall()
-    keys = [(uid, session, level, position, text_hash, parse_rowids(rowids))
-            for uid, session, level, position, text_hash, rowids in keys]
-    wanted = [row[0] for row in keys if not held.has_unit(*row[1:])]
+    current: dict[str, list[int]] = {name: [] for name in sessions}
+    for uid, session in conn.execute("SELECT id, session FROM units WHERE scope_key = %s AND session = ANY(%s)",
+                                     (scope_key, sessions)):
+        current[session].append(int(uid))
+    by_keys, wanted = split_by_ids(sessions, current, held, out)
+    keys: list[tuple] = []
+    if by_keys:
+        keys = [(int(uid), session, level, position, text_hash, parse_rowids(rowids))
+                for uid, session, level, position, text_hash, rowids in conn.execute(
+                    "SELECT u.id, u.session, u.level, u.position, u.text_hash, array_to_json(u.rowids)::text"
+                    f" FROM units u WHERE u.scope_key = %s AND u.session = ANY(%s)"
+                    f" ORDER BY u.session, {_LEVEL_ORDER}, u.position", (scope_key, by_keys))]
+        wanted += [row[0] for row in keys if not held.has_unit(*row[1:])]
     content: dict[int, tuple] = {}
     if wanted:
-        content = {uid: (text, None if vec is None else from_vec(vec)) for uid, text, vec in conn.cursor(
-            binary=True).execute("SELECT id, text, vec FROM units WHERE scope_key = %s AND id = ANY(%s)",
-                                 (scope_key, wanted))}
+        content = {int(uid): (session, level, position, text, text_hash, rowids,
+                              None if vec is None else from_vec(vec))
+                   for uid, session, level, position, text, text_hash, rowids, vec in conn.cursor(binary=True).execute(
+                       "SELECT u.id, u.session, u.level, u.position, u.text, u.text_hash,"
+                       " array_to_json(u.rowids)::text, u.vec FROM units u WHERE u.scope_key = %s AND u.id = ANY(%s)"
+                       f" ORDER BY u.session, {_LEVEL_ORDER}, u.position", (scope_key, wanted))}
         out["mentions"] = conn.execute(
             "SELECT unit_id, entity, label, surface, count FROM unit_mentions"
             " WHERE scope_key = %s AND unit_id = ANY(%s) ORDER BY unit_id, entity", (scope_key, wanted)).fetchall()
-    for uid, session, level, position, text_hash, rowids in keys:
-        text, vec = content.get(uid, (None, None))
-        out["units"].append((uid, session, level, position, text, text_hash, rowids, vec))
+    out["units"] = merge_unit_rows(keys, content)
 
 
 def dirty_sessions(conn: Any, scope_key: str) -> list[str]:

@@ -15,7 +15,7 @@ from ..types import Scope, Trace
 from . import validate
 from .ids import TraceIdCodec
 from .keys import ApiKey
-from .roles import CleanDraft
+from .roles import CleanDraft, HeldRows
 
 # Trace columns in the order ``to_trace`` and ``to_fields`` read them.
 COLUMNS = ("rowid_, text, user_key, agent_key, session, has_session, session_time, speaker, role,"
@@ -115,6 +115,38 @@ def parse_rowids(text: str) -> tuple[int, ...]:
         return tuple(int(r) for r in json.loads(text))
     inner = text[1:-1]
     return tuple(map(int, inner.split(","))) if inner.strip() else ()
+
+
+def split_by_ids(sessions: Sequence[str], current: dict[str, list[int]], held: HeldRows, out: dict
+                 ) -> tuple[list[str], list[int]]:
+    """For ``read_changes`` with a held index: the sessions whose unit ids the index knows get
+    ``out["unit_ids"][session]`` (every unit id they have now) and their ids it does not hold go
+    into the list of ids to read whole; returns (the other sessions, read by keys; those ids)."""
+    by_keys: list[str] = []
+    wanted: list[int] = []
+    out["unit_ids"] = {}
+    for session in sessions:
+        mine = held.unit_ids(session)
+        if mine is None:
+            by_keys.append(session)
+            continue
+        ids = current.get(session, [])
+        out["unit_ids"][session] = set(ids)
+        wanted += [uid for uid in ids if uid not in mine]
+    return by_keys, wanted
+
+
+def merge_unit_rows(keys: Sequence[tuple], content: dict[int, tuple]) -> list[tuple]:
+    """``read_changes`` unit rows of a read with a held index: every key row (id, session, level,
+    position, text hash, rowids) with its text and vector if it was read (else None), then the
+    rows read by id alone (id → session, level, position, text, text hash, rowids, vector)."""
+    rows = []
+    for uid, session, level, position, text_hash, rowids in keys:
+        found = content.pop(uid, None)
+        rows.append((uid, session, level, position, None if found is None else found[3], text_hash, rowids,
+                     None if found is None else found[6]))
+    rows += [(uid, *row) for uid, row in content.items()]
+    return rows
 
 
 def unit_key(level: str, position: int, text_hash: str, rowids: Sequence[int], first_seq: int, last_seq: int,

@@ -20,6 +20,11 @@ class HeldRows(Protocol):
     def has_unit(self, session: str, level: str, position: int, text_hash: str, rowids: tuple[int, ...]) -> bool:
         """Whether the index holds a unit with exactly this key in ``session``."""
 
+    def unit_ids(self, session: str) -> set[int] | None:
+        """The store ids of the units the index holds in ``session`` (the store reads the rows of
+        its other ids only), or None when it does not know them all (then it is read by keys).
+        Asked after ``has_trace``: a turn whose trace is read again is not among them."""
+
 
 class ChangeLog(ABC):
     """Per-scope write counters and the sessions each write changed."""
@@ -37,6 +42,7 @@ class ChangeLog(ABC):
         ``mentions`` rows (unit id, entity, label, surface, count), and the vectors of
         mentioned ``entities`` not in ``known_entities``.
 
-        With ``held`` (and ``full`` False), the traces it holds are left out, and so are the text,
-        vector and mentions of the units it holds: those rows come with text and vector None
-        (and every unit row's rowids as a tuple of ints, parsed once)."""
+        With ``held`` (and ``full`` False), the traces it holds are left out. A session whose unit
+        ids the index knows comes with ``unit_ids[session]`` (the ids of all its units now) and
+        only the rows of the ids it does not hold; any other session with every unit's key row,
+        the units it holds with text and vector None (rowids of key rows as tuples of ints)."""
