@@ -50,6 +50,21 @@ def test_api_keys_round_trip_revoke_and_never_collide(store):
         store.revoke_api_key("not an id")
 
 
+def test_a_new_key_whose_id_is_taken_gets_another_id(store, monkeypatch):
+    from zeromem.store import keys
+
+    first, key = store.create_api_key(Scope("ana", None), "one")
+    assert store.api_key_by_hash(hash_api_key(key)).key_id == first.key_id
+    draws = iter([first.key_id, first.key_id, "0a0b0c0d"])  # taken twice, then free
+    monkeypatch.setattr(keys.secrets, "token_hex", lambda n: next(draws))
+    second, key = store.create_api_key(Scope("ben", None), "two")
+    assert second.key_id == "0a0b0c0d" and key.startswith("zm_0a0b0c0d_")
+    assert store.api_key_by_hash(hash_api_key(key)).scope == Scope("ben", None)
+    monkeypatch.setattr(keys.secrets, "token_hex", lambda n: first.key_id)  # never free: a clear error
+    with pytest.raises(keys.KeyIdTaken, match="already exists"):
+        store.create_api_key(Scope("cy", None), None)
+
+
 @pytest.mark.slow
 def test_neighbourhood_lists_entities_and_traces_sharing_them(memory):
     first = memory.add("Priya moved to Denver with her cat Biscuit.", session="s1", speaker="Priya")

@@ -199,7 +199,6 @@ UNSAFE_OUTPUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202
 def seed_store(path: Path, config: Config | None = None) -> fs.Seeded:
     """The store every case starts from: traces in three sessions of alice's scope (one
     edited, one deleted, one full of terminal escapes), two in bob's, and API keys."""
-    from ..store.keys import new_api_key
     from ..types import Scope
 
     with Memory(path, user=MAIN_USER, config=config) as mem:
@@ -212,9 +211,8 @@ def seed_store(path: Path, config: Config | None = None) -> fs.Seeded:
         keys: dict[str, str] = {}
         for role, scope in (("alice", Scope(MAIN_USER, None)), ("bob", Scope("bob", None)),
                             ("revoked", Scope(MAIN_USER, None))):
-            key_id, key, key_hash = new_api_key()
-            store_of(mem).add_api_key(key_id, key_hash, scope, role)
-            keys[role], keys[f"{role}_id"] = key, key_id
+            record, key = store_of(mem).create_api_key(scope, role)
+            keys[role], keys[f"{role}_id"] = key, record.key_id
         store_of(mem).revoke_api_key(keys["revoked_id"])
         sessions = tuple(dict.fromkeys(str(t["session"]) for t in SEED_TRACES))
         mem.search("where does Priya live?")  # everything derived before the template is copied

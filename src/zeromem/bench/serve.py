@@ -65,7 +65,6 @@ def fill(db: str | Path, data: Path, scopes: int, per_scope: int, progress: bool
     """Store the scopes (a scope that already holds ``per_scope`` traces is kept, so a rerun on
     the same --db skips the fill), index them, make one new key each."""
     from ..memory import Memory
-    from ..store.keys import new_api_key
     from ..types import Scope
 
     conversation = _conversation(data)
@@ -77,9 +76,7 @@ def fill(db: str | Path, data: Path, scopes: int, per_scope: int, progress: bool
             user = USER.format(index)
             if fill_scope(mem, user, conversation.drafts, per_scope, bar):
                 mem.index(user=user)
-            key_id, key, key_hash = new_api_key()
-            store_of(mem).add_api_key(key_id, key_hash, Scope(user, None), "bench serve")
-            keys.append(key)
+            keys.append(store_of(mem).create_api_key(Scope(user, None), "bench serve")[1])
     return {"keys": keys, "fill_s": round(time.perf_counter() - start, 1)}
 
 

@@ -134,7 +134,6 @@ def fill(target: str | Path, data: Path, sizes: Sequence[int], progress: bool = 
     kept), derive it, and make one new API key per scope; returns the keys and timings."""
     from ..config import Config
     from ..memory import Memory
-    from ..store.keys import new_api_key
     from ..types import Scope
 
     conversation = _conversation(data)
@@ -153,9 +152,7 @@ def fill(target: str | Path, data: Path, sizes: Sequence[int], progress: bool = 
                 if fill_scope(mem, user, conversation.drafts, size, bar):
                     written += size
                 mem.index(user=user)  # derives, and writes the scope's snapshot where due
-                key_id, key, key_hash = new_api_key()
-                store_of(mem).add_api_key(key_id, key_hash, Scope(user, None), "bench tenants")
-                keys.append(key)
+                keys.append(store_of(mem).create_api_key(Scope(user, None), "bench tenants")[1])
     finally:
         mem.close()
     seconds = time.perf_counter() - start

@@ -19,7 +19,6 @@ from ..config import Config
 from ..errors import InvalidInput
 from ..store import validate
 from ..store.base import scope_key
-from ..store.keys import new_api_key
 from ..types import Scope
 from .cli_common import (
     AgentOption,
@@ -140,8 +139,7 @@ def keys_add(
     scope_key(Scope(user, agent))
     validate.clean_optional_str(label, "label")
     with open_memory(db, None, None, create=True) as mem:
-        key_id, key, key_hash = new_api_key()
-        record = store_of(mem).add_api_key(key_id, key_hash, Scope(user, agent), label)
+        record, key = store_of(mem).create_api_key(Scope(user, agent), label)
     if as_json:
         print_json({"key_id": record.key_id, "key": key, "user": user, "agent": agent, "label": label})
         return

@@ -38,6 +38,11 @@ class ApiKey:
         return self.revoked_at is None
 
 
+class KeyIdTaken(InvalidInput):
+    """A new key's id is already a stored key's (ids are 32 random bits: in a store of many
+    keys, two draws can meet)."""
+
+
 def new_api_key() -> tuple[str, str, str]:
     """A fresh key: ``(key id, the full key to hand out once, its hash to store)``."""
     key_id = secrets.token_hex(4)

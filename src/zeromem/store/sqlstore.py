@@ -32,7 +32,7 @@ from .checks import (
     not_found_message,
     scope_key,
 )
-from .keys import ApiKey, check_key_id
+from .keys import ApiKey, KeyIdTaken, check_key_id
 from .rows import COLUMNS, KEY_COLUMNS, load_json, now, to_fields, to_key, to_trace
 
 T = TypeVar("T")
@@ -225,7 +225,7 @@ class SQLStore(StoreBase):
             " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (key_id, key_hash, user, agent, label, created)).rowcount)
         if not added:
-            raise InvalidInput(f"an API key with id {key_id} already exists; make a new key")
+            raise KeyIdTaken(f"an API key with id {key_id} already exists; make a new key")
         return ApiKey(key_id, scope, label, created)
 
     def api_key_by_hash(self, key_hash: str) -> ApiKey | None:

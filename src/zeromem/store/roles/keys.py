@@ -5,7 +5,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from ...types import Scope
-from ..keys import ApiKey
+from ..keys import ApiKey, KeyIdTaken, new_api_key
+
+_KEY_DRAWS = 8  # a key id already taken is drawn again; eight taken in a row is not chance
 
 
 class KeyStore(ABC):
@@ -13,7 +15,20 @@ class KeyStore(ABC):
 
     @abstractmethod
     def add_api_key(self, key_id: str, key_hash: str, scope: Scope, label: str | None) -> ApiKey:
-        """Store a new key's hash bound to ``scope``; InvalidInput if the id or hash exists."""
+        """Store a new key's hash bound to ``scope``; InvalidInput if the id or hash exists
+        (``KeyIdTaken`` for the id)."""
+
+    def create_api_key(self, scope: Scope, label: str | None) -> tuple[ApiKey, str]:
+        """Make and store a new key for ``scope``: (its record, the key to hand out once; only
+        its hash is stored). An id another key has is drawn again."""
+        for draw in range(_KEY_DRAWS):
+            key_id, key, key_hash = new_api_key()
+            try:
+                return self.add_api_key(key_id, key_hash, scope, label), key
+            except KeyIdTaken:
+                if draw == _KEY_DRAWS - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     @abstractmethod
     def api_key_by_hash(self, key_hash: str) -> ApiKey | None:
