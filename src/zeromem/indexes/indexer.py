@@ -29,7 +29,7 @@ from ..encoders.bundle import EMBEDDER, NER, EncoderFailure
 from ..store.base import DerivedUnit, Replacing
 from ..store.fingerprint import check_fingerprint, clear_fingerprint
 from ..types import Scope
-from .scope_index import SessionUnits, StoredUnit
+from .stored import SessionUnits, StoredUnit
 from .units import group, segment_session, segment_turns, window_starts
 
 _EMBEDDED_LEVELS = ("turn", "span")

@@ -30,7 +30,8 @@ import numpy as np
 from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, NER, EncoderFailure
 from ..indexes.held import HeldUnits
-from ..indexes.scope_index import ScopeIndex, session_batches
+from ..indexes.scope_index import ScopeIndex
+from ..indexes.stored import session_batches
 from ..results import IndexCacheStats
 from ..store.fingerprint import check_fingerprint
 from ..types import Scope
