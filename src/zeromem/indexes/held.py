@@ -1,10 +1,11 @@
 """What a ``ScopeIndex`` already holds, asked by the store while it reads a scope's changes.
 
-A write re-derives its session, but only a few of the session's units change (its turn, spans,
-window, episode): the store reads the keys of the changed sessions' units and traces, asks
-``HeldUnits``, and reads texts, vectors, mentions and traces only for what the index lacks
-(``store.roles.changes.HeldRows``). ``ScopeIndex.apply`` then keeps the held units' slots,
-exactly as it would keep them after reading them whole.
+A write changes a few units of its session (its turn, spans, window, episode): the store reads
+the (rowid, version) of the changed sessions' traces and the ids of their units, asks
+``HeldUnits`` (``store.roles.changes.HeldRows``), and reads whole rows only of what the index
+lacks — by unit id where the index knows every id of the session (each slot keeps its unit's
+store id), else by comparing every unit's key. ``ScopeIndex.apply`` then keeps the held units'
+slots, exactly as it would keep them after reading the sessions whole.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .scope_index import TURN, Level, ScopeIndex
 class HeldUnits:
     """``HeldRows`` over one index, for the duration of one read (the index does not change
     meanwhile: the scope's lock is held). The store asks ``has_trace`` for every trace of the
-    changed sessions before it asks ``has_unit``."""
+    changed sessions before it asks ``unit_ids`` or ``has_unit``."""
 
     def __init__(self, index: ScopeIndex) -> None:
         self.index = index
