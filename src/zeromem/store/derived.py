@@ -148,28 +148,10 @@ def read_changes(conn: sqlite3.Connection, user: str, agent: str, since: int,
                  "mentions": [], "entities": {}}
     if not sessions:
         return out
-    everything = full
     if held is not None and not full:
         _read_unheld(conn, user, agent, sessions, trace_columns, held, out)
-    for start in range(0, len(sessions) if held is None or full else 0, 500):
-        chunk = sessions[start:start + 500]
-        marks = "" if everything else f" AND session IN ({','.join('?' * len(chunk))})"
-        args = (user, agent) if everything else (user, agent, *chunk)
-        out["traces"] += conn.execute(
-            f"SELECT {trace_columns} FROM traces WHERE user_key=? AND agent_key=?{marks}"
-            " ORDER BY session, seq, rowid_", args).fetchall()
-        umarks = marks.replace("session", "u.session")
-        out["units"] += conn.execute(
-            "SELECT u.id, u.session, u.level, u.position, u.text, u.text_hash, u.trace_rowids, v.vec"
-            " FROM units u LEFT JOIN unit_vectors v ON v.unit_id = u.id"
-            f" WHERE u.user_key=? AND u.agent_key=?{umarks}"
-            f" ORDER BY u.session, {_LEVEL_ORDER}, u.position", args).fetchall()
-        out["mentions"] += conn.execute(
-            "SELECT m.unit_id, m.entity, m.label, m.surface, m.count FROM unit_mentions m"
-            f" JOIN units u ON u.id = m.unit_id WHERE u.user_key=? AND u.agent_key=?{umarks}"
-            " ORDER BY m.unit_id, m.entity", args).fetchall()
-        if everything:
-            break
+    else:
+        _read_all(conn, user, agent, None if full else sessions, trace_columns, out)
     wanted = sorted({r[1] for r in out["mentions"]} - known_entities)
     for start in range(0, len(wanted), 500):
         chunk = wanted[start:start + 500]
@@ -181,6 +163,26 @@ def read_changes(conn: sqlite3.Connection, user: str, agent: str, since: int,
     return out
 
 
+def _read_all(conn: sqlite3.Connection, user: str, agent: str, sessions: list[str] | None, trace_columns: str,
+              out: dict) -> None:
+    """Every trace, unit and mention of ``sessions`` (None: of the whole scope)."""
+    only = "" if sessions is None else f" AND session {_IN_JSON}"
+    args: tuple = (user, agent) if sessions is None else (user, agent, json.dumps(sessions))
+    out["traces"] = conn.execute(
+        f"SELECT {trace_columns} FROM traces WHERE user_key=? AND agent_key=?{only}"
+        " ORDER BY session, seq, rowid_", args).fetchall()
+    uonly = only.replace("session", "u.session")
+    out["units"] = conn.execute(
+        "SELECT u.id, u.session, u.level, u.position, u.text, u.text_hash, u.trace_rowids, v.vec"
+        " FROM units u LEFT JOIN unit_vectors v ON v.unit_id = u.id"
+        f" WHERE u.user_key=? AND u.agent_key=?{uonly}"
+        f" ORDER BY u.session, {_LEVEL_ORDER}, u.position", args).fetchall()
+    out["mentions"] = conn.execute(
+        "SELECT m.unit_id, m.entity, m.label, m.surface, m.count FROM unit_mentions m"
+        f" JOIN units u ON u.id = m.unit_id WHERE u.user_key=? AND u.agent_key=?{uonly}"
+        " ORDER BY m.unit_id, m.entity", args).fetchall()
+
+
 def _read_unheld(conn: sqlite3.Connection, user: str, agent: str, sessions: list[str], trace_columns: str,
                  held: HeldRows, out: dict) -> None:
     """``read_changes`` for an index that holds most of the changed sessions: the traces it
@@ -188,13 +190,13 @@ def _read_unheld(conn: sqlite3.Connection, user: str, agent: str, sessions: list
     for the others the keys of every unit first and the contents it lacks (a write changes a
     few units of its session)."""
     names = json.dumps(sessions)
-    in_sessions = "session IN (SELECT value FROM json_each(?))"
+    in_sessions = f"session {_IN_JSON}"
     stale = [rowid for rowid, version in conn.execute(
         f"SELECT rowid_, version FROM traces WHERE user_key=? AND agent_key=? AND {in_sessions}",
         (user, agent, names)) if not held.has_trace(rowid, version)]
     if stale:
         out["traces"] = conn.execute(
-            f"SELECT {trace_columns} FROM traces WHERE rowid_ IN (SELECT value FROM json_each(?))"
+            f"SELECT {trace_columns} FROM traces WHERE rowid_ {_IN_JSON}"
             " ORDER BY session, seq, rowid_", (json.dumps(stale),)).fetchall()
     current: dict[str, list[int]] = {name: [] for name in sessions}
     for uid, session in conn.execute(
@@ -214,12 +216,12 @@ def _read_unheld(conn: sqlite3.Connection, user: str, agent: str, sessions: list
     ids = json.dumps(wanted)
     content = {row[0]: tuple(row[1:]) for row in conn.execute(
         "SELECT u.id, u.session, u.level, u.position, u.text, u.text_hash, u.trace_rowids, v.vec FROM units u"
-        " LEFT JOIN unit_vectors v ON v.unit_id = u.id WHERE u.id IN (SELECT value FROM json_each(?))"
+        f" LEFT JOIN unit_vectors v ON v.unit_id = u.id WHERE u.id {_IN_JSON}"
         f" ORDER BY u.session, {_LEVEL_ORDER}, u.position", (ids,))} if wanted else {}
     out["units"] = merge_unit_rows(keys, content)
     out["mentions"] = conn.execute(
-        "SELECT unit_id, entity, label, surface, count FROM unit_mentions WHERE unit_id IN"
-        " (SELECT value FROM json_each(?)) ORDER BY unit_id, entity", (ids,)).fetchall() if wanted else []
+        f"SELECT unit_id, entity, label, surface, count FROM unit_mentions WHERE unit_id {_IN_JSON}"
+        " ORDER BY unit_id, entity", (ids,)).fetchall() if wanted else []
 
 
 def bump_version(conn: sqlite3.Connection, user: str, agent: str, *, reset: bool = False) -> None:
@@ -270,7 +272,7 @@ def stored_encodings(conn: sqlite3.Connection, user: str, agent: str, text_hashe
         names = json.dumps(list(sessions))
         for uid, level, text_hash, vec in conn.execute(
                 "SELECT u.id, u.level, u.text_hash, v.vec FROM units u LEFT JOIN unit_vectors v ON v.unit_id = u.id"
-                " WHERE u.user_key=? AND u.agent_key=? AND u.session IN (SELECT value FROM json_each(?))"
+                f" WHERE u.user_key=? AND u.agent_key=? AND u.session {_IN_JSON}"
                 " AND u.level IN ('turn', 'span') ORDER BY u.id", (user, agent, names)):
             if text_hash not in wanted:
                 continue
@@ -372,9 +374,8 @@ def _replace_changed(conn: sqlite3.Connection, user: str, agent: str, session: s
             " u.speaker, u.time, v.unit_id IS NOT NULL FROM units u LEFT JOIN unit_vectors v ON v.unit_id = u.id"
             " WHERE u.user_key=? AND u.agent_key=? AND u.session=? ORDER BY u.id", (user, agent, session))),
         units)
-    for start in range(0, len(stale), 500):
-        chunk = stale[start:start + 500]
-        conn.execute(f"DELETE FROM units WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+    if stale:
+        conn.execute(f"DELETE FROM units WHERE id {_IN_JSON}", (json.dumps(stale),))
     return fresh
 
 
