@@ -21,14 +21,16 @@ class KeyStore(ABC):
     def create_api_key(self, scope: Scope, label: str | None) -> tuple[ApiKey, str]:
         """Make and store a new key for ``scope``: (its record, the key to hand out once; only
         its hash is stored). An id another key has is drawn again."""
-        for draw in range(_KEY_DRAWS):
-            key_id, key, key_hash = new_api_key()
+        for _ in range(_KEY_DRAWS - 1):
             try:
-                return self.add_api_key(key_id, key_hash, scope, label), key
+                return self._add_new_key(scope, label)
             except KeyIdTaken:
-                if draw == _KEY_DRAWS - 1:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+                continue
+        return self._add_new_key(scope, label)  # the last draw's KeyIdTaken reaches the caller
+
+    def _add_new_key(self, scope: Scope, label: str | None) -> tuple[ApiKey, str]:
+        key_id, key, key_hash = new_api_key()
+        return self.add_api_key(key_id, key_hash, scope, label), key
 
     @abstractmethod
     def api_key_by_hash(self, key_hash: str) -> ApiKey | None:
