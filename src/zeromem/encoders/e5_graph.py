@@ -15,9 +15,24 @@ Inputs: ``embeddings`` (float32 ``[batch, tokens, hidden]``: word + position + t
 before the LayerNorm) and ``score_bias`` (float32 ``[batch, 1, 1, tokens]``: 0 for a token,
 a large negative number for padding). Output ``hidden``: the last layer's token states
 (mean pooling stays with the caller, which also pools long texts across windows).
+
+Two weight formats (``build_e5_graph(weights=...)``):
+
+* ``"q4"``: the Q4_0 blocks unchanged through ``MatMulNBits`` (above).
+* ``"int8"``: the same weights requantized to int8 with one scale per output row, run by
+  ``DynamicQuantizeMatMul`` (activations quantized per tensor: ~4x faster than ``MatMulNBits``
+  on a short text). Per-tensor activation scales lose the channels a transformer keeps far
+  larger than the rest, so each linear's input is smoothed first (SmoothQuant, Xiao et al.
+  2023): input channel ``j`` is divided by ``s_j`` and the weights' column ``j`` multiplied by
+  it — the same product in exact arithmetic — with ``s`` from ``e5_smooth.py``.
+
+``taps=True`` also outputs every linear's input (``tap.<linear>``), which is what the smoothing
+factors are measured from.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -42,33 +57,63 @@ def q4_blocks(matrix: Q4Matrix) -> tuple[np.ndarray, np.ndarray]:
     return repacked, np.asarray(matrix.scales, dtype=np.float32)
 
 
-def int8_rows(matrix: Q4Matrix) -> tuple[np.ndarray, np.ndarray]:
-    """The dequantized weights requantized to int8 with one scale per output row: int8
-    ``[cols, rows]`` (MatMul's orientation) and float32 scales ``[rows]``."""
+def dequantized(matrix: Q4Matrix) -> np.ndarray:
+    """The float32 weights ``[rows, cols]`` the Q4_0 blocks stand for."""
     packed = matrix.nibbles
     weights = np.concatenate([packed & 0x0F, packed >> 4], axis=-1).astype(np.float32) - 8.0
-    weights = (weights * np.asarray(matrix.scales, dtype=np.float32)[..., None]).reshape(matrix.shape)
+    return (weights * np.asarray(matrix.scales, dtype=np.float32)[..., None]).reshape(matrix.shape)
+
+
+def int8_rows(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``weights`` ``[rows, cols]`` as int8 with one scale per output row: int8 ``[cols, rows]``
+    (MatMul's orientation) and float32 scales ``[rows]``."""
     scales = np.maximum(np.abs(weights).max(axis=1), 1e-12) / 127.0
     quantized = np.clip(np.rint(weights / scales[:, None]), -127, 127).astype(np.int8)
     return np.ascontiguousarray(quantized.T), scales.astype(np.float32)
 
 
-def build_e5_graph(model: E5File, weights: str = "q4") -> bytes:
-    """The serialized ONNX model of ``model``'s transformer layers (see the module docstring)."""
+def linear_names(model: E5File) -> list[str]:
+    """The name of every linear of the graph, in order (``l<i>.q+l<i>.k+l<i>.v`` for the fused
+    Q/K/V): the keys of the smoothing factors and of the taps."""
+    names = []
+    for layer in range(model.layers):
+        p = f"l{layer}"
+        names += [f"{p}.q+{p}.k+{p}.v", f"{p}.ao", f"{p}.fi", f"{p}.fo"]
+    return names
+
+
+def linear_weights(model: E5File, name: str) -> Q4Matrix:
+    """The Q4_0 weights of the linear ``name`` (parts of a fused linear stacked by rows)."""
+    return Q4Matrix(np.concatenate([model.q4_tensor(f"{part}.w").blocks for part in name.split("+")]))
+
+
+def build_e5_graph(model: E5File, weights: str = "q4", *,
+                   smoothing: Mapping[str, np.ndarray] | None = None, taps: bool = False) -> bytes:
+    """The serialized ONNX model of ``model``'s transformer layers (see the module docstring).
+
+    ``weights="int8"`` needs ``smoothing``: each linear's input-channel factors
+    (``e5_smooth.smoothing_factors``).
+    """
+    if weights not in ("q4", "int8"):
+        raise ValueError(f"unknown weight format {weights!r}; 'q4' or 'int8'")
+    if weights == "int8" and smoothing is None:
+        raise ValueError("the int8 graph needs its smoothing factors (e5_smooth.py)")
     g = GraphWriter("e5_encoder", domains={MS_DOMAIN: 1})
     hidden, heads = model.hidden, model.heads
-
-    def matrix(prefixes: list[str]) -> Q4Matrix:
-        parts = [model.q4_tensor(f"{p}.w") for p in prefixes]
-        return Q4Matrix(np.concatenate([m.blocks for m in parts]))
+    tapped: list[bytes] = []
 
     def linear(x: str, prefixes: list[str]) -> str:
-        weight = matrix(prefixes)
         name = "+".join(prefixes)
+        if taps:
+            tapped.append(value_info(g.op("Identity", x, output=f"tap.{name}"), FLOAT,
+                                     ["batch", "tokens", "width"]))
+        weight = linear_weights(model, name)
         bias = g.const(f"{name}.b", np.concatenate([model.float_tensor(f"{p}.b") for p in prefixes]))
         rows, cols = weight.shape
-        if weights == "int8":
-            w8, s8 = int8_rows(weight)
+        if smoothing is not None and weights == "int8":
+            factors = np.asarray(smoothing[name], dtype=np.float32)
+            x = g.op("Mul", x, g.const(f"{name}.inv", (1.0 / factors).astype(np.float32)))
+            w8, s8 = int8_rows(dequantized(weight) * factors[None, :])
             return g.op("DynamicQuantizeMatMul", x, g.const(f"{name}.w", w8), g.const(f"{name}.s", s8),
                         "", bias, domain=MS_DOMAIN)
         blocks, scales = q4_blocks(weight)
@@ -94,5 +139,5 @@ def build_e5_graph(model: E5File, weights: str = "q4") -> bytes:
 
     inputs = [value_info("embeddings", FLOAT, ["batch", "tokens", hidden]),
               value_info("key_mask", INT32, ["batch", "tokens"])]
-    outputs = [value_info("hidden", FLOAT, ["batch", "tokens", hidden])]
+    outputs = [value_info("hidden", FLOAT, ["batch", "tokens", hidden]), *tapped]
     return g.model(inputs, outputs, opset=OPSET, ir_version=IR_VERSION, producer="zeromem.e5_graph")

