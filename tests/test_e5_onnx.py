@@ -67,6 +67,13 @@ def test_int8_vectors_stay_close_to_the_engines(engine, onnx_int8):
         embedding_model=MULTILINGUAL_MODEL))["weights_sha256"]
 
 
+def test_int8_loads_to_the_same_vectors_every_time(onnx_int8):
+    """The smoothing factors are measured at load: a second load measures the same ones."""
+    again = E5OnnxEmbedder("int8")
+    assert np.array_equal(again.encode(TEXTS[:4]), onnx_int8.encode(TEXTS[:4]))
+    assert np.array_equal(again.encode_query(TEXTS[0]), onnx_int8.encode_query(TEXTS[0]))
+
+
 def test_smoothing_is_what_keeps_int8_close(engine, onnx_int8):
     """The same int8 graph with every factor 1 (no smoothing) is further from the engine."""
     import onnxruntime as ort
