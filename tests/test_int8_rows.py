@@ -36,6 +36,21 @@ def test_candidates_hold_every_exact_winner(seed, k, floor, near, masked):
     assert allowed[found].all()
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), spike=st.floats(1.0, 400.0), k=st.integers(1, 6))
+def test_a_query_with_components_at_many_scales_still_finds_every_winner(seed, spike, k):
+    # One large component makes the first int8 column coarse for every other one: the second
+    # column and the residual term of the bound must carry them.
+    matrix = _unit_rows(2500, 48, seed)
+    rng = np.random.default_rng(seed + 7)
+    q = rng.standard_normal(48) * rng.choice([1e-4, 1e-2, 1.0], 48)
+    q[int(rng.integers(0, 48))] = spike
+    q = (q / np.linalg.norm(q)).astype(np.float32)
+    allowed = np.ones(2500, dtype=bool)
+    found = Int8Rows().candidates(matrix, q, k, -1.0, allowed)
+    assert set(_exact(matrix, q, k, -1.0, allowed)) <= set(found.tolist())
+
+
 def test_the_scan_keeps_few_candidates_and_grows_with_appended_rows():
     matrix = _unit_rows(20_000, 64, 0)
     q = matrix[7]
@@ -61,6 +76,17 @@ def test_top_cosines_equal_the_float32_product_where_it_matters():
     assert np.allclose(found[best], exact[best], atol=1e-6)
     small = top_cosines(matrix[:100], Int8Rows(), q, 5, 0.0, allowed[:100])  # below: every row
     assert np.allclose(small, np.where(allowed[:100], matrix[:100] @ q, -np.inf))
+
+
+def test_a_cosine_does_not_depend_on_which_other_rows_were_candidates():
+    matrix = _unit_rows(9000, 384, 6)  # the width of real vectors: BLAS kernels differ there
+    q = matrix[21] + 0.5 * matrix[22] + 0.1 * _unit_rows(1, 384, 7)[0]
+    q /= np.linalg.norm(q)
+    allowed = np.ones(9000, dtype=bool)
+    narrow = top_cosines(matrix, Int8Rows(), q, 2, 0.0, allowed)
+    wide = top_cosines(matrix, Int8Rows(), q, 40, 0.0, allowed)  # many more rows scored exactly
+    both = np.flatnonzero(np.isfinite(narrow) & np.isfinite(wide))
+    assert 21 in both.tolist() and np.array_equal(narrow[both], wide[both])
 
 
 def test_sync_quantizes_only_a_matrix_large_enough_to_be_scanned():

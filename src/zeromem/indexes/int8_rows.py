@@ -2,13 +2,23 @@
 
 A search aligns the query with every entity name of the scope (views/graph.align_entities):
 one matrix-vector product over all entity vectors, which on an entity-rich memory is tens of
-megabytes per query (49 846 × 384 float32 on the HotpotQA dev pool: 12.6 ms on one thread,
-bound by memory bandwidth). ``Int8Rows`` keeps each row as int8 times a per-row scale (a quarter
-of the bytes), scans that, and bounds its error: with ``s_i`` the row's scale and the query
-``q``, ``|row_i · q − approx_i| ≤ (s_i / 2) · ‖q‖₁`` (rounding moves each component by at most
-half a step), plus a float32 summation margin. Every row whose upper bound can reach the floor
-and the k-th best lower bound is a candidate; the caller scores the candidates exactly with the
-float32 rows, so the result is the exact one, not an approximation (6.5 ms on the same pool).
+megabytes per query (49 846 × 384 float32 on the HotpotQA dev pool: 12.6 ms on one thread of
+an AVX2 host, bound by memory bandwidth). ``Int8Rows`` keeps each row as int8 times a per-row
+scale (a quarter of the bytes) and bounds the error of what it computes from them.
+
+The query is written as two int8 columns, ``q ≈ a·q₁ + b·q₂`` (``q₁`` rounds ``q`` to 63
+steps either side, ``q₂`` the remainder to 63 finer ones: 7-bit columns keep the product exact
+on CPUs without VNNI, see int_product.py), so that the scan is an exact integer product
+(int_product.py: ONNX Runtime's VNNI kernels, ~1 ms for the pool's 49 846 rows; numpy's
+float product of int8 rows took 3–4.5 ms). With ``r_i`` the int8 row, ``s_i`` its scale and
+``d = q − a·q₁ − b·q₂`` (each component at most ``b/2``):
+
+    |row_i · q − s_i·(a·r_i·q₁ + b·r_i·q₂)| ≤ (s_i / 2)·‖q‖₁ + s_i·127·‖d‖₁
+
+(rounding moves each row component by at most half a step, and ``|r_i · d| ≤ 127·‖d‖₁``), plus a
+float32 summation margin. Every row whose upper bound can reach the floor and the k-th best
+lower bound is a candidate; the caller scores the candidates exactly with the float32 rows, so
+the result is the exact one, not an approximation.
 
 Rows are append-only (entity vectors are), so new rows are quantized when they appear and
 earlier ones are kept: they go into spare room at the end of the buffer, which grows by a
@@ -19,19 +29,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from .int_product import COLUMN_LIMIT, products, to_offset
+
 # Below this many rows the float32 product costs about as much as the int8 scan (< 2 ms).
 MIN_ROWS = 8192
-_BLOCK = 1024  # rows converted to float32 at a time: stays in the core's cache
 _SUM_MARGIN = 1e-4  # float32 summation error of a 384-term dot product, with room
 _GROWTH = 1.25  # spare room made when the buffer is full (amortized copies; ≤ 25 % unused)
 
 
 class Int8Rows:
-    """An int8 copy of an append-only float32 matrix, for exact top-k / floor searches."""
+    """An int8 copy of an append-only float32 matrix, for exact top-k / floor searches. Rows are
+    held offset-binary (uint8 = int8 + 128: int_product.py)."""
 
     def __init__(self) -> None:
-        # (int8 buffer, scale buffer, rows filled): rows past the count are spare room
-        self._state: tuple[np.ndarray, np.ndarray, int] = (np.zeros((0, 0), dtype=np.int8),
+        # (uint8 buffer, scale buffer, rows filled): rows past the count are spare room
+        self._state: tuple[np.ndarray, np.ndarray, int] = (np.zeros((0, 0), dtype=np.uint8),
                                                            np.zeros(0, dtype=np.float32), 0)
 
     @property
@@ -50,13 +62,10 @@ class Int8Rows:
         """Rows (ascending) that may be among the ``k`` largest ``matrix[i] · q`` of the
         ``allowed`` rows while reaching ``floor``: a superset of those rows, never missing one."""
         rows, scale = self._synced(matrix)
-        approx = np.empty(len(rows), dtype=np.float32)
-        qf = np.asarray(q, dtype=np.float32)
-        for start in range(0, len(rows), _BLOCK):
-            stop = start + _BLOCK
-            approx[start:stop] = rows[start:stop].astype(np.float32) @ qf
-        approx *= scale
-        slack = scale * (0.5 * float(np.abs(qf).sum())) + _SUM_MARGIN
+        columns, steps, residual = _query_columns(q)
+        exact = products(rows, columns).astype(np.float64) @ steps
+        approx = scale * exact
+        slack = scale * (0.5 * float(np.abs(np.asarray(q, dtype=np.float64)).sum()) + 127.0 * residual) + _SUM_MARGIN
         lower = np.where(allowed, approx - slack, -np.inf)
         upper = np.where(allowed, approx + slack, -np.inf)
         bar = floor
@@ -71,18 +80,18 @@ class Int8Rows:
             self._synced(matrix)
 
     def _synced(self, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The int8 rows and scales of every row of ``matrix`` (new rows quantized now)."""
+        """The (offset-binary) int8 rows and scales of every row of ``matrix`` (new rows quantized now)."""
         rows, scale, count = self._state
         dim = matrix.shape[1]
         if rows.shape[1] != dim:
-            rows, scale, count = (np.zeros((0, dim), dtype=np.int8), np.zeros(0, dtype=np.float32), 0)
+            rows, scale, count = (np.zeros((0, dim), dtype=np.uint8), np.zeros(0, dtype=np.float32), 0)
         wanted = len(matrix)
         if count >= wanted:  # rows are only appended: an older version is a prefix
             return rows[:wanted], scale[:wanted]
         if wanted > len(rows):
             # The first fill is sized exactly (a loaded scope may never grow); later ones leave room.
             room = wanted if count == 0 else max(wanted, int(len(rows) * _GROWTH))
-            grown = np.zeros((room, dim), dtype=np.int8)
+            grown = np.zeros((room, dim), dtype=np.uint8)
             grown_scale = np.zeros(room, dtype=np.float32)
             grown[:count] = rows[:count]
             grown_scale[:count] = scale[:count]
@@ -92,10 +101,27 @@ class Int8Rows:
         step = np.where(fresh_scale > 0, fresh_scale, 1.0)[:, None]
         # Written past the filled count only: a search reading a shorter prefix is not disturbed,
         # and two threads filling the same rows write the same values.
-        rows[count:wanted] = np.clip(np.rint(fresh / step), -127, 127).astype(np.int8)
+        rows[count:wanted] = to_offset(np.clip(np.rint(fresh / step), -127, 127).astype(np.int8))
         scale[count:wanted] = fresh_scale
         self._state = (rows, scale, wanted)
         return rows[:wanted], scale[:wanted]
+
+
+def _query_columns(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """``q`` as two int8 columns and their steps (``q ≈ columns @ steps``) and ``‖d‖₁``, the
+    L1 norm of what the two leave over."""
+    query = np.asarray(q, dtype=np.float64).reshape(-1)
+    parts, steps = [], []
+    rest = query
+    for _ in range(2):
+        top = float(np.abs(rest).max(initial=0.0))
+        step = top / COLUMN_LIMIT if top > 0 else 1.0
+        part = np.clip(np.rint(rest / step), -COLUMN_LIMIT, COLUMN_LIMIT)
+        parts.append(part)
+        steps.append(step)
+        rest = rest - step * part
+    return (np.stack(parts, axis=1).astype(np.int8), np.asarray(steps, dtype=np.float64),
+            float(np.abs(rest).sum()))
 
 
 def top_cosines(matrix: np.ndarray, int8: Int8Rows, q: np.ndarray, k: int, floor: float,
@@ -107,6 +133,8 @@ def top_cosines(matrix: np.ndarray, int8: Int8Rows, q: np.ndarray, k: int, floor
         return np.where(allowed, matrix @ q, -np.inf).astype(np.float32)
     rows = int8.candidates(matrix, q, k, floor, allowed)
     out = np.full(len(matrix), -np.inf, dtype=np.float32)
-    out[rows] = matrix[rows] @ q
+    # einsum, not a BLAS product: it rounds a row the same however many candidates there are
+    # (a BLAS kernel rounds by position), so which rows the bound kept never shows in a cosine
+    out[rows] = np.einsum("ij,j->i", matrix[rows], np.asarray(q, dtype=np.float32))
     return out
 
