@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zeromem.indexes import int_product
-from zeromem.indexes.int_product import COLUMN_LIMIT, OFFSET, products, to_offset
+from zeromem.indexes.int_product import COLUMN_LIMIT, OFFSET, products, query_columns, to_offset
 
 
 def _data(seed: int, n: int, d: int, c: int):
@@ -63,3 +63,20 @@ def test_rows_of_another_type_are_converted_to_uint8_first(dtype):
     rows = np.full((3, 4), 130, dtype=dtype)
     columns = np.ones((4, 1), dtype=np.int8)
     assert np.array_equal(products(rows, columns), np.full((3, 1), 4 * (130 - OFFSET)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), spread=st.sampled_from([1e-6, 1e-2, 1.0, 1e3]))
+def test_query_columns_rebuild_the_query_up_to_the_reported_remainder(seed, spread):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal(384) * rng.choice([spread, 1.0], 384)
+    columns, steps, residual = query_columns(q)
+    assert columns.shape == (384, 2) and np.abs(columns.astype(np.int16)).max() <= COLUMN_LIMIT
+    rest = q - columns.astype(np.float64) @ steps
+    assert abs(np.abs(rest).sum() - residual) <= 1e-12 * max(1.0, residual)
+    assert np.abs(rest).max() <= np.abs(q).max() / (2 * COLUMN_LIMIT) ** 2 * (1 + 1e-9)
+
+
+def test_a_zero_query_has_zero_columns():
+    columns, steps, residual = query_columns(np.zeros(8))
+    assert not columns.any() and residual == 0.0 and np.all(steps > 0)

@@ -1,12 +1,13 @@
 """Cosine search over unit vectors held in slots that a write fills, replaces or clears in place:
 exact numpy below a size threshold, HNSW (usearch) above.
 
-``scores`` is always exact — one matrix-vector product — because the engine fuses the scores of
-every unit. On a large scope the engine instead scores only candidate rows (``scores_of``),
-normalizes with the cosines of a fixed sample (``sample_scores``) and finds the candidates
-through coarse cells (``candidates``, see cells.py), built once and then kept: rows
-written later are assigned to their nearest cell. ``search`` uses the approximate index only
-when the index holds at least
+``scores`` covers every row — one matrix-vector product — because the engine fuses the scores of
+every unit; a scope's levels hold int8 rows (``quantized``, int8_store.py), whose scores are
+those of the dequantized rows, the dense baselines float32 rows, scored exactly. On a large
+scope the engine instead scores only candidate rows (``scores_of``), normalizes with the cosines
+of a fixed sample (``sample_scores``) and finds the candidates through coarse cells
+(``candidates``, see cells.py), built once and then kept: rows written later are assigned to
+their nearest cell. ``search`` uses the approximate index only when the index holds at least
 ``ann_threshold`` vectors; its candidates are then re-scored exactly, so returned scores are
 true cosines and the order is deterministic (descending score, ties by index).
 
@@ -30,6 +31,7 @@ import numpy as np
 from ..errors import InvalidInput, ModelUnavailable
 from .cells import PROBES, ROWS_PER_CELL, CellIndex
 from .growable import Growable
+from .int8_store import Int8RowStore
 from .topk import top_k
 
 ANN_THRESHOLD = 20_000
@@ -57,18 +59,16 @@ def _normalized(vectors: np.ndarray) -> np.ndarray:
 
 
 class RowStore:
-    """Vectors by slot: a fixed *base* (as loaded from a persisted index: float32, or int8 with
-    one scale per row) and a growable float32 *extra* for the slots written after it.
+    """float32 vectors by slot: a fixed *base* (as loaded from a persisted index, possibly a
+    read-only view of its bytes) and a growable *extra* for the slots written after it.
 
-    Appending never copies the base; only rewriting a base slot in place (a trace updated in
-    a scope loaded from a snapshot) copies it once. int8 rows (large scopes, see
-    ``quantize``) change a cosine by ~5e-4 (docs/decisions.md#d-014).
+    Appending never copies the base; only rewriting a base slot in place copies it once.
+    (A scope's levels hold int8 rows instead: int8_store.Int8RowStore.)
     """
 
-    def __init__(self, dim: int, base: np.ndarray | None = None, scale: np.ndarray | None = None) -> None:
+    def __init__(self, dim: int, base: np.ndarray | None = None) -> None:
         self.dim = dim
         self.base = np.zeros((0, dim), dtype=np.float32) if base is None else base
-        self.scale = scale
         self.extra = Growable(np.float32, width=dim)
 
     @property
@@ -84,51 +84,25 @@ class RowStore:
         rows = np.asarray(rows, dtype=np.int64)
         n0 = len(self.base)
         if rows.size and rows.max() < n0:
-            return self._base_rows(rows)
+            return self.base[rows]
         out = np.empty((len(rows), self.dim), dtype=np.float32)
         low = rows < n0
         if low.any():
-            out[low] = self._base_rows(rows[low])
+            out[low] = self.base[rows[low]]
         if (~low).any():
             out[~low] = self.extra.view()[rows[~low] - n0]
         return out
 
-    def _base_rows(self, rows: np.ndarray) -> np.ndarray:
-        found = self.base[rows]
-        if self.scale is None:
-            return found if found.dtype == np.float32 else found.astype(np.float32)
-        return found.astype(np.float32) * self.scale[rows, None]
-
     def dot(self, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """float32 ``row · q`` for the given rows, without materializing float32 copies of
-        int8 rows (einsum reads them directly: ~7x faster than converting first)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        n0 = len(self.base)
-        out = np.empty(len(rows), dtype=np.float32)
-        low = rows < n0
-        if low.any():
-            picked = rows[low]
-            out[low] = self._base_dot(self.base[picked], None if self.scale is None else self.scale[picked], q)
-        if (~low).any():
-            out[~low] = np.einsum("ij,j->i", self.extra.view()[rows[~low] - n0], q)
-        return out
+        """float32 ``row · q`` for the given rows."""
+        return np.einsum("ij,j->i", self.get(rows), q)
 
     def dot_all(self, q: np.ndarray) -> np.ndarray:
         """``row · q`` for every row, in order."""
-        parts = []
-        n0 = len(self.base)
-        for start in range(0, n0, 65_536):
-            block = slice(start, start + 65_536)  # slices of the base: no gathered copy
-            parts.append(self._base_dot(self.base[block], None if self.scale is None else self.scale[block], q))
+        parts = [np.einsum("ij,j->i", self.base, q)] if len(self.base) else []
         if self.extra.size:
             parts.append(np.einsum("ij,j->i", self.extra.view(), q))
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
-
-    @staticmethod
-    def _base_dot(rows: np.ndarray, scale: np.ndarray | None, q: np.ndarray) -> np.ndarray:
-        """``row · q`` of base rows (float32, or int8 times their ``scale``)."""
-        found = np.einsum("ij,j->i", rows, q, dtype=np.float32, casting="unsafe")
-        return found if scale is None else found * scale
 
     def set(self, rows: np.ndarray, values: np.ndarray) -> None:
         rows = np.asarray(rows, dtype=np.int64)
@@ -137,32 +111,25 @@ class RowStore:
         if low.any():
             if not self.base.flags.writeable:
                 self.base = self.base.copy()
-                self.scale = None if self.scale is None else self.scale.copy()
-            if self.scale is None:
-                self.base[rows[low]] = values[low]
-            else:
-                self.base[rows[low]], self.scale[rows[low]] = quantize(values[low])
+            self.base[rows[low]] = values[low]
         if (~low).any():
             self.extra.reserve(max(self.extra.size, int(rows[~low].max()) - n0 + 1))
             self.extra[rows[~low] - n0] = values[~low]
 
 
-def quantize(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """int8 rows and one float32 scale per row: ``row ≈ int8 · scale`` (symmetric, per row)."""
-    rows = np.asarray(rows, dtype=np.float32)
-    scale = np.abs(rows).max(axis=1) / 127.0
-    scale[scale == 0] = 1.0
-    return np.round(rows / scale[:, None]).astype(np.int8), scale.astype(np.float32)
-
-
 class DenseIndex:
-    """A cosine index over rows (slots); a cleared slot is dead and never matches."""
+    """A cosine index over rows (slots); a cleared slot is dead and never matches.
+
+    ``quantized``: hold the rows as int8 (``int8_store.Int8RowStore``: a quarter of the
+    memory, cosines from exact integer products) — what a scope's levels do; the dense
+    baselines keep float32 rows."""
 
     def __init__(self, vectors: np.ndarray | None = None, *, ann_threshold: int = ANN_THRESHOLD,
-                 dim: int | None = None) -> None:
+                 dim: int | None = None, quantized: bool = False) -> None:
         self.ann_threshold = ann_threshold
         self.dim = dim or 0
-        self._rows: RowStore | None = None
+        self.quantized = quantized
+        self._rows: RowStore | Int8RowStore | None = None
         self._alive = Growable(bool, fill=False)
         self._changes = 0  # bumped by every write: cached samples and the ANN graph follow it
         self._sample: tuple[int, np.ndarray] | None = None
@@ -193,7 +160,7 @@ class DenseIndex:
         top = int(slots.max()) + 1
         self._alive.reserve(max(top, self._alive.size))
         if self._rows is None and self.dim:
-            self._rows = RowStore(self.dim)
+            self._rows = Int8RowStore(self.dim) if self.quantized else RowStore(self.dim)
         if self._rows is not None:
             self._rows.reserve(top)
             self._rows.set(slots, np.zeros((len(slots), self.dim), dtype=np.float32) if vectors is None else vectors)
@@ -222,7 +189,7 @@ class DenseIndex:
 
     @property
     def vectors(self) -> np.ndarray:
-        """Every row as float32 (a copy for a loaded or quantized base: use sparingly)."""
+        """Every row as float32 (a copy; dequantized for int8 rows: use sparingly)."""
         if self._rows is None:
             return np.zeros((self.size, self.dim), dtype=np.float32)
         return self._rows.get(np.arange(self.size))
@@ -245,18 +212,20 @@ class DenseIndex:
         return q / norm if norm > 0 else q
 
     def _rows_f32(self, rows: np.ndarray) -> np.ndarray:
-        """Rows as float32 (a large scope's persisted index keeps int8 rows)."""
+        """Rows as float32 (dequantized for int8 rows)."""
         if self._rows is None:
             return np.zeros((0, self.dim), dtype=np.float32)
         return self._rows.get(rows)
 
     def scores(self, qvec: np.ndarray) -> np.ndarray:
-        """Exact cosine of the query with every row (float32, row order).
+        """Cosine of the query with every row (float32, row order): exact for float32 rows,
+        that of the dequantized row for int8 ones.
 
-        One single-threaded ``einsum`` for every size: the same row gives the same float
-        wherever it sits (a BLAS kernel may round a row differently by its position), and
-        OpenBLAS running a large matrix-vector product on both cores of a shared 2-core machine
-        is 2-5x slower (measured at 10k rows: 8.0 ms vs 2.0 ms p50).
+        float32 rows: one single-threaded ``einsum`` for every size: the same row gives the
+        same float wherever it sits (a BLAS kernel may round a row differently by its
+        position), and OpenBLAS running a large matrix-vector product on both cores of a shared
+        2-core machine is 2-5x slower (measured at 10k rows: 8.0 ms vs 2.0 ms p50). int8 rows:
+        one exact integer product (int_product.py), position-independent as well.
         """
         if self.size == 0 or self.dim == 0 or self._rows is None:
             return np.zeros(self.size, dtype=np.float32)
@@ -357,26 +326,32 @@ class DenseIndex:
         return index
 
     # -- persistence --------------------------------------------------------------------
-    def state(self, *, compact: bool = False) -> dict[str, np.ndarray]:
-        """Arrays for ``from_state``; ``compact`` keeps the rows as int8 with a scale per row
-        (large scopes: a quarter of the memory and disk; see ``quantize``)."""
-        rows = self.vectors if self._rows is not None else np.zeros((self.size, 0), dtype=np.float32)
-        out = {"rows": rows, "alive": self.alive}
-        if compact and rows.shape[1]:
-            out["rows"], out["scale"] = quantize(rows)
+    def state(self) -> dict[str, np.ndarray]:
+        """Arrays for ``from_state``: the rows as held (float32, or int8 with a scale per row)."""
+        out: dict[str, np.ndarray] = {"alive": self.alive}
+        if isinstance(self._rows, Int8RowStore):
+            out["rows"], out["scale"] = self._rows.state()
+        else:
+            out["rows"] = self.vectors if self._rows is not None else np.zeros((self.size, 0), dtype=np.float32)
         if self._cells is not None:
             out.update({f"cells.{k}": v for k, v in self._cells.state().items()})
             out["cells.size"] = np.asarray([self._cells_size], dtype=np.int64)
         return out
 
     @classmethod
-    def from_state(cls, state: dict[str, np.ndarray]) -> DenseIndex:
-        index = cls()
-        rows = state["rows"]
+    def from_state(cls, state: dict[str, np.ndarray], *, quantized: bool = False) -> DenseIndex:
+        """The index ``state`` describes; ``quantized`` holds its rows as int8 whichever form
+        they were written in (float32 rows are quantized now, int8 rows dequantized for a
+        float32 index)."""
+        index = cls(quantized=quantized)
+        rows, scale = state["rows"], state.get("scale")
         index._alive = Growable.wrap(state["alive"], fill=False)
         if rows.ndim == 2 and rows.shape[1]:
             index.dim = rows.shape[1]
-            index._rows = RowStore(index.dim, rows, state.get("scale"))
+            if quantized:
+                index._rows = Int8RowStore(index.dim, rows, scale)
+            else:
+                index._rows = RowStore(index.dim, rows if scale is None else rows.astype(np.float32) * scale[:, None])
         if "cells.centroids" in state:
             index._cells = CellIndex.from_state({k[6:]: v for k, v in state.items() if k.startswith("cells.")})
             index._cells_size = int(state["cells.size"][0])

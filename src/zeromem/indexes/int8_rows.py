@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .int_product import COLUMN_LIMIT, products, to_offset
+from .int_product import row_dots, to_offset
 
 # Below this many rows the float32 product costs about as much as the int8 scan (< 2 ms).
 MIN_ROWS = 8192
@@ -62,9 +62,7 @@ class Int8Rows:
         """Rows (ascending) that may be among the ``k`` largest ``matrix[i] · q`` of the
         ``allowed`` rows while reaching ``floor``: a superset of those rows, never missing one."""
         rows, scale = self._synced(matrix)
-        columns, steps, residual = _query_columns(q)
-        exact = products(rows, columns).astype(np.float64) @ steps
-        approx = scale * exact
+        approx, residual = row_dots(rows, scale, q)
         slack = scale * (0.5 * float(np.abs(np.asarray(q, dtype=np.float64)).sum()) + 127.0 * residual) + _SUM_MARGIN
         lower = np.where(allowed, approx - slack, -np.inf)
         upper = np.where(allowed, approx + slack, -np.inf)
@@ -105,23 +103,6 @@ class Int8Rows:
         scale[count:wanted] = fresh_scale
         self._state = (rows, scale, wanted)
         return rows[:wanted], scale[:wanted]
-
-
-def _query_columns(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """``q`` as two int8 columns and their steps (``q ≈ columns @ steps``) and ``‖d‖₁``, the
-    L1 norm of what the two leave over."""
-    query = np.asarray(q, dtype=np.float64).reshape(-1)
-    parts, steps = [], []
-    rest = query
-    for _ in range(2):
-        top = float(np.abs(rest).max(initial=0.0))
-        step = top / COLUMN_LIMIT if top > 0 else 1.0
-        part = np.clip(np.rint(rest / step), -COLUMN_LIMIT, COLUMN_LIMIT)
-        parts.append(part)
-        steps.append(step)
-        rest = rest - step * part
-    return (np.stack(parts, axis=1).astype(np.int8), np.asarray(steps, dtype=np.float64),
-            float(np.abs(rest).sum()))
 
 
 def top_cosines(matrix: np.ndarray, int8: Int8Rows, q: np.ndarray, k: int, floor: float,

@@ -108,7 +108,7 @@ class Level:
         self.rowids = Ragged(np.int64)
         self.tokens = Ragged(np.int32)
         self.lexical = LexicalIndex(vocabulary=vocabulary, remember_terms=False)  # tokens are here
-        self.dense = DenseIndex()
+        self.dense = DenseIndex(quantized=True)  # int8 rows: int8_store.py
         self.free: list[int] = []
         # Slots loaded from a persisted index are not reused: their vectors sit in a shared
         # read-only base that a rewrite would have to copy whole (dense.RowStore).
@@ -160,7 +160,7 @@ class Level:
         self.dense.set_rows(np.asarray([slot]), None if vector is None else vector[None, :])
         self.changes += 1
 
-    def state(self, compact: bool = False) -> dict[str, np.ndarray]:
+    def state(self) -> dict[str, np.ndarray]:
         rowids_ptr, rowids = self.rowids.flat()
         tokens_ptr, tokens = self.tokens.flat()
         out = {"alive": self.alive.view(), "session": self.session.view(), "position": self.position.view(),
@@ -168,7 +168,7 @@ class Level:
                "rowids_ptr": rowids_ptr, "rowids": rowids,
                "tokens_ptr": tokens_ptr, "tokens": tokens, "free": np.asarray(self.free, dtype=np.int64)}
         out.update({f"lex.{k}": v for k, v in self.lexical.state().items()})
-        out.update({f"dense.{k}": v for k, v in self.dense.state(compact=compact).items()})
+        out.update({f"dense.{k}": v for k, v in self.dense.state().items()})
         return out
 
     @classmethod
@@ -190,7 +190,8 @@ class Level:
         level.free = []
         level.lexical = LexicalIndex.from_state(
             {k[4:]: v for k, v in state.items() if k.startswith("lex.")}, vocabulary)
-        level.dense = DenseIndex.from_state({k[6:]: v for k, v in state.items() if k.startswith("dense.")})
+        level.dense = DenseIndex.from_state({k[6:]: v for k, v in state.items() if k.startswith("dense.")},
+                                            quantized=True)
         return level
 
     def kill(self, slot: int, reuse: bool) -> None:
@@ -269,13 +270,12 @@ class ScopeIndex:
         return self.entity_vectors.view() if self._entity_dim else np.zeros((0, 0), dtype=np.float32)
 
     # -- persistence --------------------------------------------------------------------
-    def state(self, compact: bool = False) -> tuple[dict[str, np.ndarray], dict]:
+    def state(self) -> tuple[dict[str, np.ndarray], dict]:
         """(arrays, JSON-able facts) that ``from_state`` turns back into this index; the
-        traces themselves are not part of it (they are read from the store). ``compact``: keep
-        vectors as int8 (dense.quantize)."""
+        traces themselves are not part of it (they are read from the store)."""
         arrays: dict[str, np.ndarray] = {}
         for name, level in self.levels.items():
-            arrays.update({f"{name}.{k}": v for k, v in level.state(compact).items()})
+            arrays.update({f"{name}.{k}": v for k, v in level.state().items()})
         turns_ptr, turns = Ragged.from_lists(self.session_turns).flat()
         arrays.update({"session_turns_ptr": turns_ptr, "session_turns": turns,
                        "episode_of_session": self.episode_of_session.view(),

@@ -28,9 +28,10 @@ from .prepared import PreparedScope
 FORMAT = 9  # 9: BM25 postings, one CSR per level; 8: turn titles; 7: state assertions carry session and seq
 
 
-def encode(prep: PreparedScope, *, compact: bool = False) -> tuple[str, dict[str, bytes]]:
-    """``compact``: store vectors as int8 (large scopes, whose search scores candidates only)."""
-    arrays, facts = prep.state(compact)
+def encode(prep: PreparedScope) -> tuple[str, dict[str, bytes]]:
+    """The scope's prepared index as JSON facts and named array blobs (vectors as the index holds
+    them: int8 with a scale per row)."""
+    arrays, facts = prep.state()
     facts["format"] = FORMAT
     parts = {}
     for name, array in arrays.items():

@@ -298,10 +298,9 @@ class PreparedScope:
         return self._titles
 
     # -- persistence --------------------------------------------------------------------
-    def state(self, compact: bool = False) -> tuple[dict[str, np.ndarray], dict]:
-        """Everything needed to load this scope without re-deriving it (``load_state``);
-        ``compact`` keeps vectors as int8 (dense.quantize)."""
-        arrays, facts = self.index.state(compact)
+    def state(self) -> tuple[dict[str, np.ndarray], dict]:
+        """Everything needed to load this scope without re-deriving it (``load_state``)."""
+        arrays, facts = self.index.state()
         dates = Ragged.from_lists(([d.toordinal() for pair in ranges for d in pair] for ranges in self.turn_dates),
                                   dtype=np.int64)
         arrays["turn_dates_ptr"], arrays["turn_dates"] = dates.flat()

@@ -60,7 +60,7 @@ def save(store: Any, scope: Scope, prep: PreparedScope, config: RetrievalConfig,
             return False
         if stored is not None and prep.changed_since_save < due:
             return False
-    facts, parts = persist.encode(prep, compact=prep.n_live > config.large_scope_turns)
+    facts, parts = persist.encode(prep)
     store.save_snapshot(scope, prep.index.version, facts, parts, persist.FORMAT)
     prep.changed_since_save = 0
     return True
