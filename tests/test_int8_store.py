@@ -86,3 +86,16 @@ def test_quantized_and_float_indexes_rank_alike():
     int8_top, _ = DenseIndex(rows, quantized=True).search(q, 5)
     assert float_top[:2].tolist() == int8_top[:2].tolist() == [11, 12]
     assert DenseIndex(rows, quantized=True).state()["rows"].nbytes == 2000 * 384  # a quarter of float32
+
+
+def test_a_loaded_index_takes_writes_into_its_loaded_slots():
+    rows = _unit_rows(20, seed=8)
+    state = DenseIndex(rows, quantized=True).state()
+    for array in state.values():
+        array.flags.writeable = False  # as a snapshot's arrays are: views of its bytes
+    loaded = DenseIndex.from_state(state, quantized=True)
+    loaded.set_rows(np.array([0, 25]), rows[[5, 6]])  # rewrite a loaded slot, append past the end
+    q = rows[5]
+    scores = loaded.scores(q)
+    assert len(scores) == 26 and scores[0] == scores[5]
+    assert scores[25] == DenseIndex(rows[[6]], quantized=True).scores(q)[0]

@@ -35,13 +35,16 @@ class Int8RowStore:
         """``rows``: int8 rows with their ``scale`` (a persisted compact index), or float32 rows
         to quantize (``scale`` None)."""
         self.dim = dim
-        self._rows = Growable(np.uint8, fill=OFFSET, width=dim)
-        self._scale = Growable(np.float32, fill=1.0)
-        if rows is not None and len(rows):
-            if scale is None:
-                rows, scale = quantize(rows)
-            self._rows.extend(to_offset(rows))
-            self._scale.extend(np.asarray(scale, dtype=np.float32))
+        if rows is None or not len(rows):
+            self._rows = Growable(np.uint8, fill=OFFSET, width=dim)
+            self._scale = Growable(np.float32, fill=1.0)
+            return
+        if scale is None:
+            rows, scale = quantize(rows)
+        # fresh writable arrays, wrapped without a further copy (a loaded snapshot's arrays
+        # are read-only views of its bytes)
+        self._rows = Growable.wrap(to_offset(rows), fill=OFFSET)
+        self._scale = Growable.wrap(np.array(scale, dtype=np.float32), fill=1.0)
 
     @property
     def size(self) -> int:
