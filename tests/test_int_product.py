@@ -80,3 +80,16 @@ def test_query_columns_rebuild_the_query_up_to_the_reported_remainder(seed, spre
 def test_a_zero_query_has_zero_columns():
     columns, steps, residual = query_columns(np.zeros(8))
     assert not columns.any() and residual == 0.0 and np.all(steps > 0)
+
+
+def test_a_session_that_cannot_be_built_leaves_the_numbers_to_numpy(monkeypatch):
+    import onnxruntime
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("no kernel for MatMulInteger")
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", refuse)
+    assert int_product._build() is None
+    signed, columns = _data(9, 50, 16, 2)
+    monkeypatch.setattr(int_product, "_session", [int_product._build()])
+    assert np.array_equal(products(to_offset(signed), columns), signed.astype(np.int64) @ columns.astype(np.int64))

@@ -32,8 +32,8 @@ class Int8RowStore:
     """int8 rows (offset-binary) and their scales by slot; the interface of ``dense.RowStore``."""
 
     def __init__(self, dim: int, rows: np.ndarray | None = None, scale: np.ndarray | None = None) -> None:
-        """``rows``: int8 rows with their ``scale`` (a persisted compact index), or float32 rows
-        to quantize (``scale`` None)."""
+        """``rows``: int8 rows with their ``scale`` (a persisted index), or float32 rows to
+        quantize (``scale`` None)."""
         self.dim = dim
         if rows is None or not len(rows):
             self._rows = Growable(np.uint8, fill=OFFSET, width=dim)

@@ -18,6 +18,7 @@ ONNX Runtime (a core dependency, but an import can fail) the same numbers come f
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
@@ -29,6 +30,7 @@ OFFSET = 128  # stored uint8 = int8 + OFFSET
 COLUMN_LIMIT = 63  # |column entry| at most this: no int16 saturation in non-VNNI kernels
 _BLOCK = 4096  # rows per numpy step in the fallback
 
+_log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _session: list[Any] = []  # [] not tried yet; [None] ONNX Runtime unavailable; [session]
 _last_query: list[Any] = []  # [(query bytes, query_columns' answer)]: replaced, never edited
@@ -118,4 +120,8 @@ def _build() -> Any:
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    try:
+        return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    except Exception as err:  # noqa: BLE001 - onnxruntime's own types; numpy gives the same numbers
+        _log.warning("ONNX Runtime cannot run the integer product (%s): numpy computes it, slower", err)
+        return None
