@@ -110,8 +110,9 @@ class Level:
         self.lexical = LexicalIndex(vocabulary=vocabulary, remember_terms=False)  # tokens are here
         self.dense = DenseIndex(quantized=True)  # int8 rows: int8_store.py
         self.free: list[int] = []
-        # Slots loaded from a persisted index are not reused: their vectors sit in a shared
-        # read-only base that a rewrite would have to copy whole (dense.RowStore).
+        # Slots loaded from a persisted index are not reused: their arrays are read-only views
+        # of the snapshot's bytes that a rewrite would copy (the vectors no longer are: int8
+        # levels copy theirs at load).
         self.reuse_floor = 0
         self._live: tuple[int, np.ndarray] | None = None
         self.changes = 0
