@@ -35,7 +35,7 @@ def test_cosines_are_those_of_the_dequantized_rows(seed, n):
     dequantized = store.get(np.arange(n)).astype(np.float64)
     # off by at most what the query's two 7-bit columns leave over: scale · 127 · ‖d‖₁
     _, _, residual = query_columns(q)
-    _, scale = store.state()
+    scale = store.state()["scale"]
     assert np.all(np.abs(store.dot_all(q) - dequantized @ q) <= scale * 127 * residual + 1e-6)
     # ...and those are within the quantization step of the float32 cosines
     assert np.abs(store.dot_all(q) - rows @ q).max() < 4e-3

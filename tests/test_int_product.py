@@ -7,7 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zeromem.indexes import int_product
-from zeromem.indexes.int_product import COLUMN_LIMIT, OFFSET, products, query_columns, to_offset
+from zeromem.indexes.int_product import (
+    COLUMN_LIMIT,
+    OFFSET,
+    from_offset,
+    products,
+    query_columns,
+    to_offset,
+)
 
 
 def _data(seed: int, n: int, d: int, c: int):
@@ -23,6 +30,7 @@ def _data(seed: int, n: int, d: int, c: int):
 def test_to_offset_adds_128_to_every_int8():
     values = np.arange(-128, 128, dtype=np.int8)
     assert np.array_equal(to_offset(values).astype(np.int16), values.astype(np.int16) + OFFSET)
+    assert np.array_equal(from_offset(to_offset(values)), values)
 
 
 @settings(max_examples=30, deadline=None)

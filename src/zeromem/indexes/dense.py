@@ -116,6 +116,10 @@ class RowStore:
             self.extra.reserve(max(self.extra.size, int(rows[~low].max()) - n0 + 1))
             self.extra[rows[~low] - n0] = values[~low]
 
+    def state(self) -> dict[str, np.ndarray]:
+        """The rows as ``DenseIndex.from_state`` reads them back."""
+        return {"rows": self.get(np.arange(self.size))}
+
 
 class DenseIndex:
     """A cosine index over rows (slots); a cleared slot is dead and never matches.
@@ -329,10 +333,8 @@ class DenseIndex:
     def state(self) -> dict[str, np.ndarray]:
         """Arrays for ``from_state``: the rows as held (float32, or int8 with a scale per row)."""
         out: dict[str, np.ndarray] = {"alive": self.alive}
-        if isinstance(self._rows, Int8RowStore):
-            out["rows"], out["scale"] = self._rows.state()
-        else:
-            out["rows"] = self.vectors if self._rows is not None else np.zeros((self.size, 0), dtype=np.float32)
+        out.update(self._rows.state() if self._rows is not None
+                   else {"rows": np.zeros((self.size, 0), dtype=np.float32)})
         if self._cells is not None:
             out.update({f"cells.{k}": v for k, v in self._cells.state().items()})
             out["cells.size"] = np.asarray([self._cells_size], dtype=np.int64)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .growable import Growable
-from .int_product import OFFSET, row_dots, to_offset
+from .int_product import OFFSET, from_offset, row_dots, to_offset
 
 
 def quantize(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -58,8 +58,7 @@ class Int8RowStore:
     def get(self, rows: np.ndarray) -> np.ndarray:
         """float32 copies of the given rows (dequantized)."""
         rows = np.asarray(rows, dtype=np.int64)
-        signed = self._rows.view()[rows].astype(np.int16) - OFFSET
-        return signed.astype(np.float32) * self._scale.view()[rows, None]
+        return from_offset(self._rows.view()[rows]).astype(np.float32) * self._scale.view()[rows, None]
 
     def dot(self, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
         """``row · q`` for the given rows (float32, in ``rows`` order)."""
@@ -85,6 +84,7 @@ class Int8RowStore:
         self._rows.view()[rows] = to_offset(signed)
         self._scale.view()[rows] = scale
 
-    def state(self) -> tuple[np.ndarray, np.ndarray]:
-        """(int8 rows, scales) of every slot, as ``quantize`` returns them."""
-        return (self._rows.view() ^ np.uint8(0x80)).view(np.int8), self._scale.view().copy()
+    def state(self) -> dict[str, np.ndarray]:
+        """Every slot's int8 row and scale (as ``quantize`` returns them), as
+        ``DenseIndex.from_state`` reads them back."""
+        return {"rows": from_offset(self._rows.view()), "scale": self._scale.view().copy()}

@@ -44,6 +44,11 @@ def to_offset(rows: np.ndarray) -> np.ndarray:
     return (np.asarray(rows, dtype=np.int8).view(np.uint8) ^ np.uint8(0x80)).astype(np.uint8, copy=False)
 
 
+def from_offset(rows: np.ndarray) -> np.ndarray:
+    """``to_offset`` undone: offset-binary uint8 rows back to int8 (a copy)."""
+    return (np.asarray(rows, dtype=np.uint8) ^ np.uint8(0x80)).view(np.int8)
+
+
 def products(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """``(rows − 128) @ columns`` exactly, as int64 ``[n, c]``: ``rows`` uint8 ``[n, d]``
     (offset-binary, C-contiguous), ``columns`` int8 ``[d, c]`` within ±``COLUMN_LIMIT``."""
