@@ -21,16 +21,28 @@ with network access, then run offline with ``HF_HUB_OFFLINE=1``.
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..errors import ModelUnavailable
 from .models import DEFAULT_MODEL, load_sentence_transformer, model_unavailable, resolve_model
 from .tokenizer_file import load_tokenizer
+
+_log = logging.getLogger(__name__)
+# Texts of one token length that run together (int8, batch-exact graph). Fewer run alone: a write
+# of a few turns never builds the batch graph (~45 MB), a bulk import does.
+BATCH_MIN = 4
+# Texts the batch-exact graph is checked on when it is built (one token length after truncation).
+_BATCH_PROBES = ("I went hiking with my sister last weekend near the lake.",
+                 "The museum opened a new exhibit on ancient maps in March 2023!",
+                 "Can you remind me what time the dentist appointment is tomorrow?")
 
 __all__ = ["DEFAULT_MODEL", "Embedder", "OnnxEmbedder", "SentenceTransformerEmbedder", "default_cache_dir",
            "load_sentence_transformer", "model_unavailable", "normalize_rows", "resolve_model"]
@@ -108,10 +120,14 @@ class OnnxEmbedder(Embedder):
     The default model's int8 graph ships inside zeromem (``shipped.py``); other graphs are
     built or exported once into ``cache_dir`` (an explicit ``cache_dir`` always uses it). Either
     loads without importing torch (0.3 s instead of ~3-20 s).
-    ``quantize=True`` uses the int8 graph (fastest single queries) and runs one text at a time,
-    because dynamic quantization scales activations per input tensor: in a batch a text's
-    vector would depend on its neighbours. ``quantize=False`` uses the fp32 graph in
-    length-sorted batches (vectors equal to torch up to float rounding).
+    ``quantize=True`` uses the int8 graph (fastest single queries). Its dynamic quantization
+    scales activations per input tensor, so in a plain batch a text's vector would depend on its
+    neighbours: a lone text runs alone, and texts of the same token length run together through
+    the graph's batch-exact twin (``onnx_batch.py``: quantized and pooled per text), whose vectors
+    equal the lone runs' bit for bit — checked when the twin is built (``batch_exact``), one text
+    per run if the check fails. The twin is built at the first batch (~1 s, ~60 MB: a process that
+    only searches never builds it). ``quantize=False`` uses the fp32 graph in length-sorted
+    batches (vectors equal to torch up to float rounding).
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, threads: int = 1, batch_size: int = 16,
@@ -139,6 +155,9 @@ class OnnxEmbedder(Embedder):
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(export.graph), options,
                                              providers=["CPUExecutionProvider"])
+        self._options = options
+        self._batch_session: Any = None  # (session, tables); False once it is known there is none
+        self._batch_lock = threading.Lock()
         self._tokenizer = load_tokenizer(export.tokenizer, export.max_length)
         self._inputs = export.input_names
         self._pad_id = export.pad_id
@@ -158,18 +177,39 @@ class OnnxEmbedder(Embedder):
             return out
         encodings = self._tokenizer.encode_batch(list(texts))
         lengths = np.array([len(ids) for ids in encodings])
+        if self.quantized:
+            self._encode_exact(encodings, lengths, out)
+            return normalize_rows(out)
         # Length-sorted batches waste the least compute on padding; stable for determinism.
         order = np.argsort(lengths, kind="stable")
-        # Dynamic int8 quantization scales activations per input tensor, so in a batch a text's
-        # vector would depend on its neighbours; one text per run keeps vectors a pure function
-        # of the text (measured: batching gains nothing on 2 cores anyway).
-        step = 1 if self.quantized else self.batch_size
-        for start in range(0, len(order), step):
-            rows = order[start:start + step]
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start:start + self.batch_size]
             out[rows] = self._run([encodings[i] for i in rows], int(lengths[rows].max()))
         return normalize_rows(out)
 
-    def _run(self, encodings: list[list[int]], width: int) -> np.ndarray:
+    def _encode_exact(self, encodings: list[list[int]], lengths: np.ndarray, out: np.ndarray) -> None:
+        """int8: texts of one token length in batches through the batch-exact graph, others
+        alone — every vector equal to the text's lone run."""
+        order = np.argsort(lengths, kind="stable")
+        bounds = np.flatnonzero(np.diff(lengths[order])) + 1
+        for rows in np.split(order, bounds):
+            batched = self._batched() if len(rows) >= BATCH_MIN else None
+            step = self.batch_size if batched is not None else 1
+            for start in range(0, len(rows), step):
+                chunk = rows[start:start + step]
+                out[chunk] = self._run([encodings[i] for i in chunk], int(lengths[chunk[0]]),
+                                       batched if len(chunk) > 1 else None)
+
+    def _batched(self) -> tuple[Any, dict[str, Any]] | None:
+        """The batch-exact session and its fed tables, built once (None when the graph has no
+        twin or the twin's vectors differ from the lone runs')."""
+        with self._batch_lock:
+            if self._batch_session is None:
+                self._batch_session = _batch_exact_session(self) or False
+            return self._batch_session or None
+
+    def _run(self, encodings: list[list[int]], width: int,
+             batched: tuple[Any, dict[str, Any]] | None = None) -> np.ndarray:
         ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
         mask = np.zeros((len(encodings), width), dtype=np.int64)
         for row, tokens in enumerate(encodings):
@@ -177,4 +217,43 @@ class OnnxEmbedder(Embedder):
             mask[row, :len(tokens)] = 1
         # one sequence per text: every token type is 0
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        return self._session.run(None, {name: feeds[name] for name in self._inputs})[0]
+        feeds = {name: feeds[name] for name in self._inputs}
+        if batched is None:
+            return self._session.run(None, feeds)[0]
+        session, tables = batched
+        return session.run(None, feeds | tables)[0]
+
+
+def _batch_exact_session(embedder: OnnxEmbedder) -> tuple[Any, dict[str, Any]] | None:
+    """An ONNX Runtime session of ``embedder``'s batch-exact graph (``onnx_batch.py``) and the
+    tables it is fed, if its vectors equal the lone runs' on the probe texts; else None (logged)."""
+    import onnxruntime as ort
+
+    from .onnx_batch import batch_graph
+
+    try:
+        data = Path(embedder.graph_path).read_bytes()
+        twin = batch_graph(data)
+        if twin is None:
+            return None
+        session = ort.InferenceSession(twin.model, embedder._options, providers=["CPUExecutionProvider"])
+        start = np.frombuffer(data, dtype=np.uint8).ctypes.data
+        # Read-only maps of the tables' bytes in the graph file: shared, paged in as rows are used.
+        tables = {name: np.memmap(embedder.graph_path, dtype=table.dtype, mode="r", shape=table.shape,
+                                  offset=table.ctypes.data - start)
+                  for name, table in twin.tables.items()}
+        del twin, data
+        probes = embedder._tokenizer.encode_batch(list(_BATCH_PROBES))
+        width = min(len(ids) for ids in probes)
+        probes = [ids[:width] for ids in probes]
+        together = embedder._run(probes, width, (session, tables))
+        alone = np.concatenate([embedder._run([ids], width) for ids in probes])
+    except Exception as exc:  # noqa: BLE001 - a runtime that rejects the twin: one text per run
+        _log.warning("zeromem: int8 embeddings run one text at a time (batch-exact graph "
+                     "unavailable: %s)", exc)
+        return None
+    if not np.array_equal(together, alone):
+        _log.warning("zeromem: int8 embeddings run one text at a time (this ONNX Runtime's batched "
+                     "vectors differ from its single-text vectors)")
+        return None
+    return session, tables
