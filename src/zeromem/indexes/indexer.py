@@ -272,20 +272,24 @@ class Indexer:
                     to_ner[h] = " ".join([trace.text, *trace.attachments])
         # The embedder (ONNX Runtime / torch) releases the GIL while it computes, so chunks of
         # texts are embedded by worker threads while spaCy runs here, and once spaCy is done
-        # both cores embed: encoder time ≈ (NER + embedding) / 2 on a 2-core machine.
+        # both cores embed: encoder time ≈ (NER + embedding) / 2 on a 2-core machine. While
+        # spaCy runs it holds one of the gate's places, so it shares the cores with one embedding
+        # thread, not two: spaCy is the longer task, and a third busy thread only slowed it.
         embedding = []
+        gate = threading.Semaphore(EMBED_WORKERS)
         if to_embed:
             embed_keys = sorted(to_embed, key=lambda k: (len(to_embed[k]), k))
             embed_texts = [to_embed[k] for k in embed_keys]
             pool = self._embed_pool()
-            encode = _guarded(EMBEDDER, lambda: encoders.embedder).encode
+            encode = _gated(gate, _guarded(EMBEDDER, lambda: encoders.embedder).encode)
             embedding = [pool.submit(_timed, encode, embed_texts[i:i + EMBED_CHUNK])
                          for i in range(0, len(embed_texts), EMBED_CHUNK)]
         try:
             if to_ner:
                 ner_keys = sorted(to_ner)
                 extract = _guarded(NER, lambda: encoders.extractor).extract
-                mentions, seconds = _guarded(NER, lambda: _timed(extract, [to_ner[k] for k in ner_keys]))
+                with gate:
+                    mentions, seconds = _guarded(NER, lambda: _timed(extract, [to_ner[k] for k in ner_keys]))
                 report.encoder_seconds["entities"] = seconds
                 report.ner_texts = len(ner_keys)
                 fresh_m: dict[str, list[tuple]] = {}
@@ -432,6 +436,14 @@ def _guarded(component: str, call: Callable[[], Any]) -> Any:
         raise
     except Exception as exc:  # a missing model and a crash while encoding alike
         raise EncoderFailure(component, exc) from exc
+
+
+def _gated(gate: threading.Semaphore, func: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``func`` run while holding one of ``gate``'s places."""
+    def run(arg: Any) -> Any:
+        with gate:
+            return func(arg)
+    return run
 
 
 def _timed(func: Callable[[Any], Any], arg: Any) -> tuple[Any, float]:
