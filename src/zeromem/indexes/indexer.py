@@ -313,7 +313,8 @@ class Indexer:
                 vectors = np.concatenate([part for part, _ in parts])
                 report.encoder_seconds["dense"] = sum(seconds for _, seconds in parts)
                 report.encoded_texts = len(embed_keys)
-                fresh = {k: np.asarray(v, dtype=np.float32).tobytes() for k, v in zip(embed_keys, vectors)}
+                found = dict(zip(embed_keys, vectors))
+                fresh = {k: np.asarray(found[k], dtype=np.float32).tobytes() for k in sorted(found)}
                 for plan in plans:
                     plan["vecs"].update(fresh)
         finally:
@@ -377,17 +378,19 @@ class Indexer:
             return {}
         t0 = time.perf_counter()
         encode = _guarded(EMBEDDER, lambda: encoders.embedder).encode
-        missing.sort(key=lambda name: (len(name), name))  # runs of one token length (EMBED_CHUNK)
-        chunks = [missing[i:i + EMBED_CHUNK * 2] for i in range(0, len(missing), EMBED_CHUNK * 2)]
+        shortest_first = sorted(missing, key=lambda name: (len(name), name))  # runs of one token length
+        chunks = [shortest_first[i:i + EMBED_CHUNK * 2] for i in range(0, len(missing), EMBED_CHUNK * 2)]
         if len(chunks) > 1:  # both cores; a vector never depends on its chunk
             pool = self._embed_pool()
             futures = [pool.submit(encode, chunk) for chunk in chunks]
             vectors = np.concatenate([_guarded(EMBEDDER, f.result) for f in futures])
         else:
-            vectors = _guarded(EMBEDDER, lambda: encode(missing))
+            vectors = _guarded(EMBEDDER, lambda: encode(shortest_first))
         report.encoder_seconds["dense"] = report.encoder_seconds.get("dense", 0.0) + (time.perf_counter() - t0)
         report.encoded_texts += len(missing)
-        return {e: np.asarray(v, dtype=np.float32).tobytes() for e, v in zip(missing, vectors)}
+        found = dict(zip(shortest_first, vectors))
+        # in name order: the order the store writes them in (and rows get their ids in)
+        return {e: np.asarray(found[e], dtype=np.float32).tobytes() for e in missing}
 
     def _record_timings(self, report: RefreshReport) -> None:
         if report.encoder_seconds:
