@@ -124,10 +124,11 @@ class OnnxEmbedder(Embedder):
     scales activations per input tensor, so in a plain batch a text's vector would depend on its
     neighbours: a lone text runs alone, and texts of the same token length run together through
     the graph's batch-exact twin (``onnx_batch.py``: quantized and pooled per text), whose vectors
-    equal the lone runs' bit for bit — checked when the twin is built (``batch_exact``), one text
-    per run if the check fails. The twin is built at the first batch (~1 s, ~60 MB: a process that
-    only searches never builds it). ``quantize=False`` uses the fp32 graph in length-sorted
-    batches (vectors equal to torch up to float rounding).
+    equal the lone runs' bit for bit — checked on probe texts when the twin is built, one text
+    per run if the check fails. The twin is built at the first such batch (~0.2 s, ~45 MB: a
+    process that only searches, or writes a few turns at a time, never builds it).
+    ``quantize=False`` uses the fp32 graph in length-sorted batches (vectors equal to torch up to
+    float rounding).
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, threads: int = 1, batch_size: int = 16,

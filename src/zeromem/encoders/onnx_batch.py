@@ -18,6 +18,11 @@ row of the batch is quantized on its own, with ONNX Runtime's own arithmetic:
   ``Scan`` over the batch, on ``[1, tokens, hidden]`` slices: the reductions it makes (mean over
   tokens, L2 norm) then see the shapes of a lone text, and sum in the same order.
 
+A large lookup table only a ``Gather`` reads (the word embeddings, 47 MB for MiniLM) becomes a
+graph input (``BatchGraph.tables``), so the caller can feed a view of the original file instead
+of a second copy. Activations are taken to be ``[batch, tokens, hidden]``, as in every sentence
+encoder ``onnx_build.py`` writes.
+
 Texts of the same token length (no padding) then get vectors equal bit for bit to those of the
 original graph run one at a time (tests/test_onnx_batch.py; ``OnnxEmbedder`` checks it again when
 it builds the session and falls back to one text per run if not).
