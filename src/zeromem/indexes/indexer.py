@@ -39,7 +39,7 @@ _EMBEDDED_LEVELS = ("turn", "span")
 TURN_FROM_SPANS = True
 EMBED_WORKERS = 2  # threads that embed while (and after) spaCy runs
 EMBED_CHUNK = 64  # texts per embedding task; vectors do not depend on the chunking
-# Texts go to the embedder shortest first: a chunk then holds runs of texts of one token length,
+# Texts go to the embedder sorted by length: a chunk then holds runs of texts of one token length,
 # which the int8 embedder encodes as one batch (encoders/onnx_batch.py, vectors unchanged).
 # A long turn (an assistant reply of hundreds of words) is embedded through the spans of its head
 # only (EncoderConfig.max_encoded_chars, the part spaCy reads too): its later spans are BM25 units
@@ -278,7 +278,9 @@ class Indexer:
         embedding = []
         gate = threading.Semaphore(EMBED_WORKERS)
         if to_embed:
-            embed_keys = sorted(to_embed, key=lambda k: (len(to_embed[k]), k))
+            # longest first: the chunks left when spaCy is done are the cheapest, so both cores
+            # finish together (a long last chunk would leave one core idle)
+            embed_keys = sorted(to_embed, key=lambda k: (-len(to_embed[k]), k))
             embed_texts = [to_embed[k] for k in embed_keys]
             pool = self._embed_pool()
             encode = _gated(gate, _guarded(EMBEDDER, lambda: encoders.embedder).encode)
