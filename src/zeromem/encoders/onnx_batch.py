@@ -155,7 +155,7 @@ def _int8_matrix(buf: memoryview) -> np.ndarray | None:
 
 
 class _Builder:
-    """New nodes and constants, named under ``_PREFIX``."""
+    """The rewritten graph's nodes, in order, and its new constants (named under ``_PREFIX``)."""
 
     def __init__(self) -> None:
         self.nodes: list[_Node] = []
@@ -208,11 +208,6 @@ def _graph_attribute(name: str, graph: bytes) -> bytes:
     return _str(1, name) + _bytes(6, graph) + _int(20, _ATTR_GRAPH)
 
 
-def _tensor_value(name: str, elem_type: int) -> bytes:
-    """A ValueInfoProto for a tensor of unknown shape."""
-    return _str(1, name) + _bytes(2, _bytes(1, _int(1, elem_type)))
-
-
 def _input_types(fields: list[tuple[int, memoryview]]) -> dict[str, int]:
     """The element type of each graph input (ValueInfoProto → TypeProto.tensor_type.elem_type)."""
     types = {}
@@ -257,9 +252,9 @@ def _pooled_per_row(nodes: list[_Node], output: str, input_types: dict[str, int]
     row = f"{_PREFIX}scan/row"
     body.append(_Node("Squeeze", [rename[output], "rowq/axis0"], [row], row))
     graph = b"".join(_bytes(_GRAPH_NODE, n.serialize()) for n in body) + _str(_GRAPH_NAME, "pool_one_text")
-    graph += b"".join(_bytes(_GRAPH_INPUT, _tensor_value(f"{_PREFIX}slice/{name}", types[name]))
+    graph += b"".join(_bytes(_GRAPH_INPUT, value_info(f"{_PREFIX}slice/{name}", types[name]))
                       for name in per_text)
-    graph += _bytes(_GRAPH_OUTPUT, _tensor_value(row, FLOAT))
+    graph += _bytes(_GRAPH_OUTPUT, value_info(row, FLOAT))
     scan = _Node("Scan", per_text, [output], _PREFIX + "pool_scan", "",
                  [_graph_attribute("body", graph), _attribute("num_scan_inputs", len(per_text))],
                  body_reads={i for node in body for i in node.inputs})
@@ -297,7 +292,7 @@ def batch_graph(model: bytes | memoryview, output: str = "embedding") -> BatchGr
         if number == _GRAPH_NODE and isinstance(value, memoryview):
             nodes.append(_Node.parse(value))
         elif number == _GRAPH_INITIALIZER and isinstance(value, memoryview):
-            weights[_initializer_name(value)] = (value, raw)
+            weights[_raw_tensor(value)[0]] = (value, raw)
         else:
             if isinstance(value, memoryview):
                 others.append((number, value))
@@ -314,26 +309,21 @@ def batch_graph(model: bytes | memoryview, output: str = "embedding") -> BatchGr
     b.const("axis0", np.array([0], dtype=np.int64))
     b.const("axis2", np.array([2], dtype=np.int64))
     zero_points: dict[str, str] = {}  # DynamicQuantizeLinear zero point -> its int32 per-row twin
-    rewritten: list[_Node] = []
     for node in nodes:
         if node.op_type == "DynamicQuantizeLinear" and len(node.outputs) == 3:
-            b.nodes = []
             zero_points[node.outputs[2]] = _row_quantize(b, node.inputs[0], node.outputs)
-            rewritten.extend(b.nodes)
         elif node.op_type == "MatMulInteger" and len(node.inputs) >= 3 and node.inputs[2] in zero_points:
             matrix = _int8_matrix(weights[node.inputs[1]][0]) if node.inputs[1] in weights else None
             weight_zero = node.inputs[3] if len(node.inputs) > 3 else ""
             if matrix is None or (weight_zero and not _all_zero(weights.get(weight_zero, (None,))[0])):
                 return None  # only symmetric int8 weights (quantize_dynamic's per-channel default)
             colsum = b.const(f"colsum/{node.inputs[1]}", matrix.astype(np.int32).sum(axis=0, dtype=np.int32))
-            b.nodes = []
             product = b.op("MatMulInteger", node.inputs[0], node.inputs[1])
             offset = b.op("Mul", zero_points[node.inputs[2]], colsum)
             b.op("Sub", product, offset, output=node.outputs[0])
-            rewritten.extend(b.nodes)
         else:
-            rewritten.append(node)
-    pooled = _pooled_per_row(rewritten, output, _input_types(others))
+            b.nodes.append(node)
+    pooled = _pooled_per_row(b.nodes, output, _input_types(others))
     if pooled is None:
         return None
     tables = _lookup_tables(pooled, {name: tensor for name, (tensor, _) in weights.items()})
@@ -373,13 +363,6 @@ def _lookup_tables(nodes: list[_Node], tensors: dict[str, memoryview]) -> dict[s
         if data_type == FLOAT and raw is not None and int(np.prod(dims)) >= TABLE_MIN_ELEMENTS:
             tables[name] = np.frombuffer(raw, dtype="<f4").reshape(dims)
     return tables
-
-
-def _initializer_name(buf: memoryview) -> str:
-    for number, _, value, _raw in _fields(buf):
-        if number == _TENSOR_NAME and isinstance(value, memoryview):
-            return bytes(value).decode()
-    return ""
 
 
 def _all_zero(buf: memoryview | None) -> bool:

@@ -77,10 +77,12 @@ def _attribute(name: str, value: int | float | list[int]) -> bytes:
     return _str(1, name) + body
 
 
-def value_info(name: str, elem_type: int, dims: list[int | str]) -> bytes:
-    """A ValueInfoProto: a tensor input or output; a str dim is symbolic."""
-    shape = b"".join(_bytes(1, _int(1, d) if isinstance(d, int) else _str(2, d)) for d in dims)
-    tensor_type = _int(1, elem_type) + _bytes(2, shape)
+def value_info(name: str, elem_type: int, dims: list[int | str] | None = None) -> bytes:
+    """A ValueInfoProto: a tensor input or output; a str dim is symbolic, ``dims=None`` leaves
+    the shape unknown (a subgraph's inputs and outputs)."""
+    tensor_type = _int(1, elem_type)
+    if dims is not None:
+        tensor_type += _bytes(2, b"".join(_bytes(1, _int(1, d) if isinstance(d, int) else _str(2, d)) for d in dims))
     return _str(1, name) + _bytes(2, _bytes(1, tensor_type))
 
 

@@ -39,8 +39,8 @@ _EMBEDDED_LEVELS = ("turn", "span")
 TURN_FROM_SPANS = True
 EMBED_WORKERS = 2  # threads that embed while (and after) spaCy runs
 EMBED_CHUNK = 64  # texts per embedding task; vectors do not depend on the chunking
-# Texts go to the embedder sorted by length: a chunk then holds runs of texts of one token length,
-# which the int8 embedder encodes as one batch (encoders/onnx_batch.py, vectors unchanged).
+# Texts go to the embedder longest first (_longest_first): a chunk then holds runs of texts of one
+# token length, which the int8 embedder encodes as one batch (encoders/onnx_batch.py).
 # A long turn (an assistant reply of hundreds of words) is embedded through the spans of its head
 # only (EncoderConfig.max_encoded_chars, the part spaCy reads too): its later spans are BM25 units
 # without a vector, and its turn vector is the mean of the head's spans.
@@ -278,9 +278,7 @@ class Indexer:
         embedding = []
         gate = threading.Semaphore(EMBED_WORKERS)
         if to_embed:
-            # longest first: the chunks left when spaCy is done are the cheapest, so both cores
-            # finish together (a long last chunk would leave one core idle)
-            embed_keys = sorted(to_embed, key=lambda k: (-len(to_embed[k]), k))
+            embed_keys = _longest_first(to_embed)
             embed_texts = [to_embed[k] for k in embed_keys]
             pool = self._embed_pool()
             encode = _gated(gate, _guarded(EMBEDDER, lambda: encoders.embedder).encode)
@@ -380,17 +378,17 @@ class Indexer:
             return {}
         t0 = time.perf_counter()
         encode = _guarded(EMBEDDER, lambda: encoders.embedder).encode
-        shortest_first = sorted(missing, key=lambda name: (len(name), name))  # runs of one token length
-        chunks = [shortest_first[i:i + EMBED_CHUNK * 2] for i in range(0, len(missing), EMBED_CHUNK * 2)]
+        ordered = _longest_first({name: name for name in missing})
+        chunks = [ordered[i:i + EMBED_CHUNK * 2] for i in range(0, len(missing), EMBED_CHUNK * 2)]
         if len(chunks) > 1:  # both cores; a vector never depends on its chunk
             pool = self._embed_pool()
             futures = [pool.submit(encode, chunk) for chunk in chunks]
             vectors = np.concatenate([_guarded(EMBEDDER, f.result) for f in futures])
         else:
-            vectors = _guarded(EMBEDDER, lambda: encode(shortest_first))
+            vectors = _guarded(EMBEDDER, lambda: encode(ordered))
         report.encoder_seconds["dense"] = report.encoder_seconds.get("dense", 0.0) + (time.perf_counter() - t0)
         report.encoded_texts += len(missing)
-        found = dict(zip(shortest_first, vectors))
+        found = dict(zip(ordered, vectors))
         # in name order: the order the store writes them in (and rows get their ids in)
         return {e: np.asarray(found[e], dtype=np.float32).tobytes() for e in missing}
 
@@ -441,6 +439,13 @@ def _guarded(component: str, call: Callable[[], Any]) -> Any:
         raise
     except Exception as exc:  # a missing model and a crash while encoding alike
         raise EncoderFailure(component, exc) from exc
+
+
+def _longest_first(texts: dict[str, str]) -> list[str]:
+    """The keys of ``texts``, longest text first (ties by key): embedding chunks then hold runs
+    of one token length, and the chunks left at the end are the cheapest, so both cores finish
+    together (a long last chunk would leave one idle)."""
+    return sorted(texts, key=lambda key: (-len(texts[key]), key))
 
 
 def _gated(gate: threading.Semaphore, func: Callable[[Any], Any]) -> Callable[[Any], Any]:
