@@ -59,6 +59,19 @@ def test_folded_equals_plain_power_iteration(seed, damping, restarts):
     assert folded.sum() == pytest.approx(1.0)
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n_out=st.integers(0, 60),
+       restarts=st.lists(st.integers(0, 56), min_size=1, max_size=6, unique=True))
+def test_asking_for_the_first_nodes_gives_exactly_those_of_the_whole_answer(seed, n_out, restarts):
+    a = _graph(seed)
+    folding = LeafFolding.build([a], _degree(a))
+    r = np.zeros(a.shape[0])
+    r[restarts] = np.linspace(1.0, 0.2, len(restarts))
+    whole = folded_pagerank(folding, r, damping=0.6, tol=1e-4, max_iter=50)
+    first = folded_pagerank(folding, r, damping=0.6, tol=1e-4, max_iter=50, n_out=n_out)
+    assert np.array_equal(first, whole[:n_out])  # bit for bit: the same sums, fewer outputs
+
+
 def test_parts_with_zeroed_entries_fold_like_their_sum():
     a = _graph(3)
     removed = a.copy()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from .int_product import row_dots, to_offset
+from .packed_blocks import PackedBlocks
 
 # Below this many rows the float32 product costs about as much as the int8 scan (< 2 ms).
 MIN_ROWS = 8192
@@ -45,6 +46,7 @@ class Int8Rows:
         # (uint8 buffer, scale buffer, rows filled): rows past the count are spare room
         self._state: tuple[np.ndarray, np.ndarray, int] = (np.zeros((0, 0), dtype=np.uint8),
                                                            np.zeros(0, dtype=np.float32), 0)
+        self._blocks = PackedBlocks()  # full blocks of the rows, prepacked (append-only: never stale)
 
     @property
     def nbytes(self) -> int:
@@ -62,14 +64,19 @@ class Int8Rows:
         """Rows (ascending) that may be among the ``k`` largest ``matrix[i] · q`` of the
         ``allowed`` rows while reaching ``floor``: a superset of those rows, never missing one."""
         rows, scale = self._synced(matrix)
-        approx, residual = row_dots(rows, scale, q)
+        approx, residual = row_dots(rows, scale, q, self._blocks)
         slack = scale * (0.5 * float(np.abs(np.asarray(q, dtype=np.float64)).sum()) + 127.0 * residual) + _SUM_MARGIN
-        lower = np.where(allowed, approx - slack, -np.inf)
-        upper = np.where(allowed, approx + slack, -np.inf)
+        # Only rows whose upper bound reaches the floor can qualify (a handful of the scope's
+        # rows), and the k-th best lower bound matters only where k of them reach the floor
+        # too: both are found among those rows, not by a pass over all of them.
+        upper = approx + slack
+        reach = np.flatnonzero((upper >= floor) & allowed)
         bar = floor
-        if 0 < k <= int(allowed.sum()):
-            bar = max(bar, float(np.partition(lower, len(lower) - k)[len(lower) - k]))
-        return np.flatnonzero(upper >= bar)
+        if k > 0:
+            lower = approx[reach] - slack[reach]
+            if int((lower >= floor).sum()) >= k:
+                bar = max(bar, float(np.partition(lower, len(lower) - k)[len(lower) - k]))
+        return reach[upper[reach] >= bar]
 
     def sync(self, matrix: np.ndarray) -> None:
         """Quantize the rows of ``matrix`` not held yet, if it is large enough to be scanned
@@ -83,6 +90,7 @@ class Int8Rows:
         dim = matrix.shape[1]
         if rows.shape[1] != dim:
             rows, scale, count = (np.zeros((0, dim), dtype=np.uint8), np.zeros(0, dtype=np.float32), 0)
+            self._blocks.reset()
         wanted = len(matrix)
         if count >= wanted:  # rows are only appended: an older version is a prefix
             return rows[:wanted], scale[:wanted]

@@ -9,7 +9,8 @@ same number wherever the row sits and however many rows there are (integer sums 
 a float product is rounded by the row's position in the kernel's blocks).
 
 Rows are held offset-binary (uint8 = int8 + 128), the operand ONNX Runtime's fast kernel
-takes, in growable arrays that a write fills in place.
+takes, in growable arrays that a write fills in place; a large level's full blocks of rows are
+also held prepacked for the product over every row (packed_blocks.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 
 from .growable import Growable
 from .int_product import OFFSET, from_offset, row_dots, to_offset
+from .packed_blocks import PackedBlocks
 
 
 def quantize(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -35,6 +37,7 @@ class Int8RowStore:
         """``rows``: int8 rows with their ``scale`` (a persisted index), or float32 rows to
         quantize (``scale`` None)."""
         self.dim = dim
+        self._blocks = PackedBlocks()  # full blocks of rows prepacked for dot_all
         if rows is None or not len(rows):
             self._rows = Growable(np.uint8, fill=OFFSET, width=dim)
             self._scale = Growable(np.float32, fill=1.0)
@@ -72,7 +75,7 @@ class Int8RowStore:
         """``row · q`` for every row, in order."""
         if not self.size:
             return np.zeros(0, dtype=np.float32)
-        found, _ = row_dots(self._rows.view(), self._scale.view(), q)
+        found, _ = row_dots(self._rows.view(), self._scale.view(), q, self._blocks)
         return found.astype(np.float32)
 
     def set(self, rows: np.ndarray, values: np.ndarray) -> None:
@@ -80,6 +83,7 @@ class Int8RowStore:
         if not len(rows):
             return
         self.reserve(int(rows.max()) + 1)
+        self._blocks.rewritten(rows)
         signed, scale = quantize(values)
         self._rows.view()[rows] = to_offset(signed)
         self._scale.view()[rows] = scale

@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..encoders.onnx_proto import INT8, INT32, UINT8, GraphWriter, value_info
+
+if TYPE_CHECKING:
+    from .packed_blocks import PackedBlocks
 
 OFFSET = 128  # stored uint8 = int8 + OFFSET
 COLUMN_LIMIT = 63  # |column entry| at most this: no int16 saturation in non-VNNI kernels
@@ -56,23 +59,24 @@ def products(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
     if columns.size and int(np.abs(columns.astype(np.int16)).max()) > COLUMN_LIMIT:
         raise ValueError(f"column entries must lie within ±{COLUMN_LIMIT} (an int16 sum of two "
                          "uint8 × int8 products saturates above it on CPUs without VNNI)")
-    return _products(np.ascontiguousarray(rows, dtype=np.uint8), columns,
-                     OFFSET * columns.astype(np.int64).sum(axis=0))
+    return column_products(np.ascontiguousarray(rows, dtype=np.uint8), columns,
+                           OFFSET * columns.astype(np.int64).sum(axis=0))
 
 
-def _products(rows: np.ndarray, columns: np.ndarray, correction: np.ndarray) -> np.ndarray:
+def column_products(rows: np.ndarray, columns: np.ndarray, correction: np.ndarray) -> np.ndarray:
+    """``products`` without its checks: ``correction`` is ``128 · Σ columns`` (int64 ``[c]``)."""
     if not len(rows):
         return np.zeros((0, columns.shape[1]), dtype=np.int64)
     session = _ort_session() if len(rows) > SMALL_ROWS else None
     if session is not None:
         raw = session.run(None, {"rows": rows, "columns": columns})[0].astype(np.int64)
     else:
-        raw = _numpy_products(rows, columns)
+        raw = numpy_products(rows, columns)
     raw -= correction
     return raw
 
 
-def _numpy_products(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+def numpy_products(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """The same integers from numpy, a block of rows at a time: as float32 while every sum fits
     in its 24-bit mantissa (then no sum is rounded, in any order), else as int32."""
     exact_in_float = rows.shape[1] * 255 * COLUMN_LIMIT < 2**24
@@ -117,14 +121,36 @@ def _split(q: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray, float], np.ndar
     return found
 
 
-def row_dots(rows: np.ndarray, scale: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, float]:
+def row_dots(rows: np.ndarray, scale: np.ndarray, q: np.ndarray,
+             blocks: PackedBlocks | None = None) -> tuple[np.ndarray, float]:
     """``(rows − 128) · scale`` times ``q`` for every row, in float64, from one exact integer
     product; and the query's left-over ``‖d‖₁`` (each value is off the exact product with the
-    dequantized row by at most ``scale · 127 · ‖d‖₁`` plus float64 rounding)."""
+    dequantized row by at most ``scale · 127 · ‖d‖₁`` plus float64 rounding). ``blocks``: the
+    packed blocks of ``rows`` (packed_blocks.py), the same integers sooner."""
     (columns, steps, residual), correction = _split(q)
-    found = _products(np.ascontiguousarray(rows, dtype=np.uint8), columns, correction) @ steps
+    rows = np.ascontiguousarray(rows, dtype=np.uint8)
+    ints = (blocks.products(rows, columns, correction) if blocks is not None
+            else column_products(rows, columns, correction))
+    # column by column, each an elementwise product and sum: the same float64 on every CPU
+    # (a BLAS matrix-vector product may fuse multiply-adds or not)
+    found = ints[:, 0] * steps[0]
+    for j in range(1, len(steps)):
+        found += ints[:, j] * steps[j]
     found *= scale
     return found, residual
+
+
+def session_options(ort: Any) -> Any:
+    """Options of the product sessions: one thread (a search runs on one core; the other
+    serves another), no spinning, no arena (the outputs are small and a packed block's session
+    lives as long as its scope)."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.enable_cpu_mem_arena = False
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return options
 
 
 def _ort_session() -> Any:
@@ -145,13 +171,8 @@ def _build() -> Any:
     model = graph.model([value_info("rows", UINT8, ["n", "d"]), value_info("columns", INT8, ["d", "c"])],
                         [value_info("products", INT32, ["n", "c"])], opset=17, ir_version=8,
                         producer="zeromem")
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1  # a search runs on one core; the other serves another
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
-        return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(model, session_options(ort), providers=["CPUExecutionProvider"])
     except Exception as err:  # noqa: BLE001 - onnxruntime's own types; numpy gives the same numbers
         _log.warning("ONNX Runtime cannot run the integer product (%s): numpy computes it, slower", err)
         return None

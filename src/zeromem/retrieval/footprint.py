@@ -1,11 +1,12 @@
 """How many bytes of memory an in-memory index holds: the measure the index cache budgets by.
 
-``deep_nbytes`` walks an object graph once and adds up what each object holds: numpy buffers
-by their ``nbytes`` (a view counts its base buffer once), strings, containers and zeromem's own
-objects by ``sys.getsizeof``. Functions, modules, classes and locks are not followed: they are
-shared by the whole process, not owned by the index. The walk is linear in the number of
-objects, so the cache measures a scope when it is built and re-measures only after it grew
-(cache.py).
+``deep_nbytes`` walks an object graph once and adds up what each object holds: numpy buffers by
+their ``nbytes`` (a view counts its base buffer once), strings, containers and zeromem's own
+objects by ``sys.getsizeof``, plus what an object reports from its ``native_nbytes()`` (memory
+a native library holds for it, e.g. ONNX Runtime's packed blocks: indexes/packed_blocks.py).
+Functions, modules, classes and locks are not followed: they are shared by the whole process,
+not owned by the index. The walk is linear in the number of objects, so the cache measures a
+scope when it is built and re-measures only after it grew (cache.py).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def deep_nbytes(root: Any) -> int:
 
 def _walk(level: list[Any], seen: set[int]) -> int:
     owned: dict[type, bool] = {}
+    natives: dict[type, bool] = {}
     total = 0
     getsizeof = sys.getsizeof
     while level:
@@ -60,6 +62,11 @@ def _walk(level: list[Any], seen: set[int]) -> int:
             if not keep:
                 continue
             seen.add(key)
+            native = natives.get(cls)
+            if native is None:
+                native = natives[cls] = callable(getattr(cls, "native_nbytes", None))
+            if native:
+                total += int(obj.native_nbytes())
             if cls is np.ndarray:
                 total += getsizeof(obj)
                 if obj.base is not None:

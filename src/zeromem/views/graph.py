@@ -346,10 +346,10 @@ def align_entities(graph: EntityGraph, query_ngrams: list[str], query_vec: np.nd
         # names nobody mentions any more (their last turn was deleted) align with nothing
         cos = top_cosines(index.entity_matrix(), index.entity_int8, query_vec, DENSE_ALIGN_TOP,
                           DENSE_ALIGN_MIN_COS, graph.mentioned_mask(entity_names))
-        top = top_indices(cos, DENSE_ALIGN_TOP)
-        for i in top:
-            if cos[i] < DENSE_ALIGN_MIN_COS:
-                break
+        # only rows that reach the floor can align: the selection runs over those (a handful),
+        # not over every row of the scope
+        close = np.flatnonzero(cos >= DENSE_ALIGN_MIN_COS)
+        for i in close[top_indices(cos[close], DENSE_ALIGN_TOP)].tolist():
             key = graph.alias.get(entity_names[i], entity_names[i])
             j = graph.entity_index.get(key)
             if j is not None and graph.entity_df[j] > 0:
@@ -382,7 +382,8 @@ def graph_scores(graph: EntityGraph, aligned: dict[int, float], seed_turns: dict
     if local:
         pi = push_pagerank(parts, degree, restart, damping=damping, epsilon=PPR_PUSH_EPSILON)
     else:
-        pi = folded_pagerank(graph.folding(), restart, damping=damping, tol=PPR_TOL, max_iter=PPR_MAX_ITER)
+        pi = folded_pagerank(graph.folding(), restart, damping=damping, tol=PPR_TOL, max_iter=PPR_MAX_ITER,
+                             n_out=n_t)
     return pi[:n_t]
 
 

@@ -46,6 +46,8 @@ class LeafFolding:
     leaf_anchor: np.ndarray  # per leaf: its neighbour's compact id
     leaf_share: np.ndarray  # per leaf: w / deg(neighbour)
     degree: np.ndarray  # full degree of every node
+    core_slot: np.ndarray  # per node: its compact core id, −1 if not core (int32)
+    leaf_slot: np.ndarray  # per node: its position in ``leaves``, −1 if not folded (int32)
 
     @classmethod
     def build(cls, parts: list[sp.csr_matrix], degree: np.ndarray) -> LeafFolding:
@@ -70,40 +72,59 @@ class LeafFolding:
         inverse = np.divide(1.0, core_degree, out=np.zeros_like(core_degree), where=core_degree > 0)
         leaf_weight = np.bincount(compact[anchor], weights=weight, minlength=len(core))
         dtype = core_adjacency.dtype
+        leaf_slot = np.full(n, -1, dtype=np.int32)
+        leaf_slot[folded] = np.arange(len(folded), dtype=np.int32)
         return cls(n, core, core_adjacency, inverse.astype(dtype), (leaf_weight * inverse).astype(dtype),
-                   folded, compact[anchor], weight / degree[anchor], np.asarray(degree, dtype=np.float64))
+                   folded, compact[anchor], weight / degree[anchor], np.asarray(degree, dtype=np.float64),
+                   compact.astype(np.int32), leaf_slot)
 
 
 def folded_pagerank(folding: LeafFolding, restart: np.ndarray, *, damping: float, tol: float,
-                    max_iter: int) -> np.ndarray:
+                    max_iter: int, n_out: int | None = None) -> np.ndarray:
     """``ppr.personalized_pagerank``'s ``π`` over the folded graph: the same fixed point, power
     steps over the core only (and the dangling restart nodes), until the L1 step is below
-    ``tol``."""
+    ``tol``. ``n_out``: only nodes ``0 … n_out − 1`` are wanted (a search reads the turn
+    nodes); the others are not computed.
+
+    A restart vector has a handful of nonzero entries: the work outside the power steps follows
+    them and ``n_out``, not the number of nodes (the same numbers as a pass over every node:
+    the sums skip only zeros).
+    """
     if not 0.0 <= damping < 1.0:
         raise ValueError(f"damping must be in [0, 1), got {damping}")
+    n_out = folding.n_nodes if n_out is None else min(n_out, folding.n_nodes)
     total = float(restart.sum())
     if total <= 0:
-        return np.zeros(folding.n_nodes)
+        return np.zeros(n_out)
     gamma = damping
     dtype = folding.core_adjacency.dtype
-    r = restart / total
+    n_core = len(folding.core)
+    seeds = np.flatnonzero(restart)
+    r_seeds = restart[seeds] / total
+    r_core = np.zeros(n_core)
+    at_core = folding.core_slot[seeds]
+    r_core[at_core[at_core >= 0]] = r_seeds[at_core >= 0]
     # Restart mass on a leaf reaches its anchor one step later, damped once.
-    r_core = r[folding.core] + gamma * np.bincount(folding.leaf_anchor, weights=r[folding.leaves],
-                                                   minlength=len(folding.core))
+    at_leaf = folding.leaf_slot[seeds]
+    on_leaf = at_leaf >= 0
+    r_core = r_core + gamma * np.bincount(folding.leaf_anchor[at_leaf[on_leaf]], weights=r_seeds[on_leaf],
+                                          minlength=n_core)
     r_core = r_core.astype(dtype)
     # Restart nodes without edges hold their mass until it returns to the restart distribution.
-    dangling = np.flatnonzero((folding.degree <= 0) & (r > 0))
-    r_dangling = r[dangling].astype(dtype)
+    hold = (folding.degree[seeds] <= 0) & (r_seeds > 0)
+    dangling = seeds[hold]
+    r_dangling = r_seeds[hold].astype(dtype)
     teleport = ((1.0 - gamma) * r_core).astype(dtype)
     self_loop = (gamma * folding.core_leaf_share).astype(dtype)
     pi = r_core.copy()
     pi_dangling = r_dangling.copy()
     x = np.empty_like(pi)
     step = np.empty_like(pi)
+    looped = np.empty_like(pi)
     for _ in range(max_iter):
         np.multiply(pi, folding.core_inverse_degree, out=x)
         spread = folding.core_adjacency @ x
-        spread += self_loop * pi
+        spread += np.multiply(self_loop, pi, out=looped)
         lost = float(pi_dangling.sum())
         if lost:
             spread += lost * r_core
@@ -116,10 +137,14 @@ def folded_pagerank(folding: LeafFolding, restart: np.ndarray, *, damping: float
         if change < tol:
             break
     lost = float(pi_dangling.sum())
-    out = np.zeros(folding.n_nodes)
-    out[folding.core] = pi
-    out[dangling] = pi_dangling
-    r_leaves = r[folding.leaves]
-    out[folding.leaves] = ((1.0 - gamma) + gamma * lost) * r_leaves \
-        + gamma * folding.leaf_share * pi[folding.leaf_anchor]
+    out = np.zeros(n_out)
+    core_out = int(np.searchsorted(folding.core, n_out))
+    out[folding.core[:core_out]] = pi[:core_out]
+    out[dangling[dangling < n_out]] = pi_dangling[dangling < n_out]
+    leaves_out = int(np.searchsorted(folding.leaves, n_out))
+    r_leaves = np.zeros(leaves_out)
+    wanted = on_leaf & (at_leaf < leaves_out)
+    r_leaves[at_leaf[wanted]] = r_seeds[wanted]
+    out[folding.leaves[:leaves_out]] = ((1.0 - gamma) + gamma * lost) * r_leaves \
+        + gamma * folding.leaf_share[:leaves_out] * pi[folding.leaf_anchor[:leaves_out]]
     return out
