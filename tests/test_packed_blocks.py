@@ -48,13 +48,19 @@ def test_packed_products_are_the_exact_integer_product(seed, extra, d, c):
     assert blocks.native_nbytes() > 0
 
 
-def test_nothing_is_packed_before_the_second_product():
-    rows, columns = _rows(1, 2 * BLOCK_ROWS, 16), _columns(1, 16, 2)
+def test_nothing_is_packed_before_the_second_product_but_every_full_block_is_charged():
+    rows, columns = _rows(1, 2 * BLOCK_ROWS + 9, 16), _columns(1, 16, 2)
     blocks = PackedBlocks()
+    blocks.expect(len(rows), 16)
+    charged = 2 * packed_blocks._NATIVE_COPIES * BLOCK_ROWS * 16
+    assert blocks.native_nbytes() == charged  # what the cache measures before any search
     _products(blocks, rows, columns)
-    assert blocks.native_nbytes() == 0
+    assert not any(blocks._blocks) and blocks.native_nbytes() == charged
     _products(blocks, rows, columns)
-    assert blocks.native_nbytes() == 2 * packed_blocks._NATIVE_COPIES * BLOCK_ROWS * 16
+    assert all(blocks._blocks) and blocks.native_nbytes() == charged
+    small = PackedBlocks()
+    small.expect(BLOCK_ROWS - 1, 16)
+    assert small.native_nbytes() == 0
 
 
 def test_a_large_matrix_is_packed_a_few_blocks_per_product():
@@ -103,7 +109,7 @@ def test_without_onnxruntime_the_per_call_product_answers(monkeypatch):
     blocks = PackedBlocks()
     for _ in range(PACK_FROM_CALL + 1):
         assert np.array_equal(_products(blocks, rows, columns), _expected(rows, columns))
-    assert blocks.native_nbytes() == 0
+    assert blocks.native_nbytes() == 0  # nothing will be packed
 
 
 def test_a_level_scores_the_same_packed_and_its_footprint_counts_the_blocks():
@@ -112,11 +118,16 @@ def test_a_level_scores_the_same_packed_and_its_footprint_counts_the_blocks():
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     store = Int8RowStore(64, vectors)
     q = vectors[7]
+    charged = packed_blocks._NATIVE_COPIES * BLOCK_ROWS * 64
+    plain = Int8RowStore(64, vectors)
+    plain._blocks.expect(0, 64)  # as if nothing could be packed
+    assert deep_nbytes(store) == pytest.approx(deep_nbytes(plain) + charged, abs=4096)  # before any search
     first = store.dot_all(q)
-    before = deep_nbytes(store)
+    measured = deep_nbytes(store)
     for _ in range(PACK_FROM_CALL):
         assert np.array_equal(store.dot_all(q), first)
-    assert deep_nbytes(store) == pytest.approx(before + packed_blocks._NATIVE_COPIES * BLOCK_ROWS * 64, abs=4096)
+    assert store._blocks._blocks[0] is not None
+    assert deep_nbytes(store) == pytest.approx(measured, abs=4096)  # packing did not change the measure
     # a write into a packed block shows in the next product
     store.set(np.array([5]), vectors[[9]])
     state = store.state()

@@ -29,13 +29,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .head_bound import HeadBound
 from .int_product import row_dots, to_offset
-from .packed_blocks import PackedBlocks
 
 # Below this many rows the float32 product costs about as much as the int8 scan (< 2 ms).
 MIN_ROWS = 8192
 _SUM_MARGIN = 1e-4  # float32 summation error of a 384-term dot product, with room
 _GROWTH = 1.25  # spare room made when the buffer is full (amortized copies; ≤ 25 % unused)
+HEAD_FROM_CALL = 2  # a scope searched once does not pay for the heads (~0.5 ms per 1 000 rows)
+HEAD_PRUNES_BELOW = 0.25  # share of rows past which the head bound is not worth a gather
 
 
 class Int8Rows:
@@ -46,7 +48,8 @@ class Int8Rows:
         # (uint8 buffer, scale buffer, rows filled): rows past the count are spare room
         self._state: tuple[np.ndarray, np.ndarray, int] = (np.zeros((0, 0), dtype=np.uint8),
                                                            np.zeros(0, dtype=np.float32), 0)
-        self._blocks = PackedBlocks()  # full blocks of the rows, prepacked (append-only: never stale)
+        self._head = HeadBound()  # the rows' heads: which rows can reach a floor (head_bound.py)
+        self._calls = 0
 
     @property
     def nbytes(self) -> int:
@@ -62,27 +65,51 @@ class Int8Rows:
     def candidates(self, matrix: np.ndarray, q: np.ndarray, k: int, floor: float,
                    allowed: np.ndarray) -> np.ndarray:
         """Rows (ascending) that may be among the ``k`` largest ``matrix[i] · q`` of the
-        ``allowed`` rows while reaching ``floor``: a superset of those rows, never missing one."""
+        ``allowed`` rows while reaching ``floor``: a superset of those rows, never missing one.
+
+        From the second call on, the rows get heads (head_bound.py) a few thousand per call;
+        once every row has one, only the rows whose head bound reaches the floor are scanned
+        in int8 — unless that is more than ``HEAD_PRUNES_BELOW`` of them."""
         rows, scale = self._synced(matrix)
-        approx, residual = row_dots(rows, scale, q, self._blocks)
-        slack = scale * (0.5 * float(np.abs(np.asarray(q, dtype=np.float64)).sum()) + 127.0 * residual) + _SUM_MARGIN
-        # Only rows whose upper bound reaches the floor can qualify (a handful of the scope's
-        # rows), and the k-th best lower bound matters only where k of them reach the floor
-        # too: both are found among those rows, not by a pass over all of them.
+        self._calls += 1
+        reach = None
+        if self._calls >= HEAD_FROM_CALL:
+            self._head.advance(matrix)
+            if self._head.count >= len(rows):
+                near = np.flatnonzero((self._head.upper(q, len(rows)) >= floor) & allowed)
+                if len(near) <= HEAD_PRUNES_BELOW * len(rows):
+                    reach = near
+        if reach is None:
+            approx, residual = row_dots(rows, scale, q)
+            slack = self._slack(scale, q, residual)
+            # Only rows whose upper bound reaches the floor can qualify (a handful of the
+            # scope's rows), and the k-th best lower bound matters only where k of them reach
+            # the floor too: both are found among those rows, not by a pass over all of them.
+            reach = np.flatnonzero((approx + slack >= floor) & allowed)
+            approx, slack = approx[reach], slack[reach]
+        else:
+            approx, residual = row_dots(rows[reach], scale[reach], q)
+            slack = self._slack(scale[reach], q, residual)
         upper = approx + slack
-        reach = np.flatnonzero((upper >= floor) & allowed)
+        keep = upper >= floor
+        reach, approx, slack, upper = reach[keep], approx[keep], slack[keep], upper[keep]
         bar = floor
         if k > 0:
-            lower = approx[reach] - slack[reach]
+            lower = approx - slack
             if int((lower >= floor).sum()) >= k:
                 bar = max(bar, float(np.partition(lower, len(lower) - k)[len(lower) - k]))
-        return reach[upper[reach] >= bar]
+        return reach[upper >= bar]
+
+    @staticmethod
+    def _slack(scale: np.ndarray, q: np.ndarray, residual: float) -> np.ndarray:
+        return scale * (0.5 * float(np.abs(np.asarray(q, dtype=np.float64)).sum()) + 127.0 * residual) + _SUM_MARGIN
 
     def sync(self, matrix: np.ndarray) -> None:
         """Quantize the rows of ``matrix`` not held yet, if it is large enough to be scanned
         (done as rows are added, so that the scope's measured size includes the copy)."""
         if len(matrix) >= MIN_ROWS:
             self._synced(matrix)
+            self._head.expect(len(matrix), matrix.shape[1])
 
     def _synced(self, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The (offset-binary) int8 rows and scales of every row of ``matrix`` (new rows quantized now)."""
@@ -90,7 +117,6 @@ class Int8Rows:
         dim = matrix.shape[1]
         if rows.shape[1] != dim:
             rows, scale, count = (np.zeros((0, dim), dtype=np.uint8), np.zeros(0, dtype=np.float32), 0)
-            self._blocks.reset()
         wanted = len(matrix)
         if count >= wanted:  # rows are only appended: an older version is a prefix
             return rows[:wanted], scale[:wanted]

@@ -48,6 +48,7 @@ class Int8RowStore:
         # are read-only views of its bytes)
         self._rows = Growable.wrap(to_offset(rows), fill=OFFSET)
         self._scale = Growable.wrap(np.array(scale, dtype=np.float32), fill=1.0)
+        self._blocks.expect(self.size, dim)
 
     @property
     def size(self) -> int:
@@ -57,6 +58,7 @@ class Int8RowStore:
         if size > self.size:
             self._rows.reserve(size)
             self._scale.reserve(size)
+            self._blocks.expect(self.size, self.dim)
 
     def get(self, rows: np.ndarray) -> np.ndarray:
         """float32 copies of the given rows (dequantized)."""

@@ -23,7 +23,8 @@ whose kernel adds two uint8 × int8 products in a saturating int16, stays exact:
 2 · 127 · 127 = 32 258 < 32 767.
 
 ONNX Runtime holds about twice a block's bytes for it (the packed copy and the initializer);
-``native_nbytes`` reports that, so the index cache budgets it (retrieval/footprint.py).
+``native_nbytes`` reports that for every full block, packed yet or not, so the index cache
+budgets it from the scope's first measure on (retrieval/footprint.py).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class PackedBlocks:
         self._blocks: list[_Block | None] = []
         self._calls = 0
         self._width = 0  # the row width the blocks were packed at
+        self._expected = (0, 0)  # (rows, width) of the matrix, as its owner last reported
         self._lock = threading.Lock()
 
     def rewritten(self, rows: np.ndarray) -> None:
@@ -81,10 +83,20 @@ class PackedBlocks:
         with self._lock:
             self._blocks = []
             self._width = 0
+            self._expected = (0, 0)
+
+    def expect(self, rows: int, width: int) -> None:
+        """The matrix now has ``rows`` rows of ``width`` (what ``native_nbytes`` charges for)."""
+        self._expected = (rows, width)
 
     def native_nbytes(self) -> int:
-        """Bytes ONNX Runtime holds for the packed blocks (outside numpy's arrays)."""
-        return sum(_NATIVE_COPIES * BLOCK_ROWS * self._width for block in self._blocks if block is not None)
+        """Bytes ONNX Runtime holds, or will hold once they are packed, for the full blocks of
+        the matrix last ``expect``-ed (outside numpy's arrays). Charged before they are packed,
+        so that the index cache's measure of a scope does not grow behind its back."""
+        rows, width = self._expected
+        if rows < BLOCK_ROWS or _packer() is None:
+            return 0
+        return _NATIVE_COPIES * BLOCK_ROWS * width * (rows // BLOCK_ROWS)
 
     def products(self, rows: np.ndarray, columns: np.ndarray, correction: np.ndarray) -> np.ndarray:
         """``(rows − 128) @ columns`` ``[n, c]`` (int32 once packed, else int64), as
@@ -93,6 +105,8 @@ class PackedBlocks:
         full = len(rows) // BLOCK_ROWS
         with self._lock:
             self._calls += 1
+            if len(rows) > self._expected[0]:
+                self._expected = (len(rows), rows.shape[1])
             if full == 0 or self._calls < PACK_FROM_CALL or _packer() is None:
                 return column_products(rows, columns, correction)
             if self._width != rows.shape[1]:
