@@ -248,11 +248,8 @@ class Indexer:
         # A session derived whole has most of its texts in its own stored units; appended turns don't.
         whole = [p["session"] for p in plans if p["replacing"] is None]
         found_vecs, found_mentions = self.store.stored_encodings(scope, wanted, whole)
-        for plan in plans:
-            for key, vec in found_vecs.items():
-                plan["vecs"].setdefault(key, vec)
-            for key, mentions in found_mentions.items():
-                plan["mentions"].setdefault(key, mentions)
+        _hand_out(plans, "vecs", found_vecs, replace=False)
+        _hand_out(plans, "mentions", found_mentions, replace=False)
 
     def _encode(self, plans: list[dict[str, Any]], encoders: Any, report: RefreshReport,
                 progress: bool, *, embed: bool = True, ner: bool = True) -> None:
@@ -299,8 +296,7 @@ class Indexer:
                     for m in found:
                         first.setdefault(m.entity, m)
                     fresh_m[key] = [(e, first[e].label, first[e].surface, counts[e]) for e in sorted(counts)]
-                for plan in plans:
-                    plan["mentions"].update(fresh_m)
+                _hand_out(plans, "mentions", fresh_m, replace=True)
             if embedding:
                 parts = []
                 from tqdm import tqdm  # here, not at import: it costs every process ~30 ms
@@ -315,8 +311,7 @@ class Indexer:
                 report.encoded_texts = len(embed_keys)
                 found = dict(zip(embed_keys, vectors))
                 fresh = {k: np.asarray(found[k], dtype=np.float32).tobytes() for k in sorted(found)}
-                for plan in plans:
-                    plan["vecs"].update(fresh)
+                _hand_out(plans, "vecs", fresh, replace=True)
         finally:
             for future in embedding:  # an error above leaves no task running behind the caller
                 future.cancel() or future.exception()
@@ -439,6 +434,20 @@ def _guarded(component: str, call: Callable[[], Any]) -> Any:
         raise
     except Exception as exc:  # a missing model and a crash while encoding alike
         raise EncoderFailure(component, exc) from exc
+
+
+def _hand_out(plans: list[dict[str, Any]], field: str, found: dict[str, Any], *, replace: bool) -> None:
+    """Give each plan the entries of ``found`` for its own drafts' texts (replacing what it
+    holds, or not). Each plan reads only its own drafts' entries; handing every plan all of
+    ``found`` cost sessions × texts (quadratic in an import of many short sessions)."""
+    if not found:
+        return
+    for plan in plans:
+        held = plan[field]
+        for draft in plan["drafts"]:
+            value = found.get(draft.text_hash)
+            if value is not None and (replace or draft.text_hash not in held):
+                held[draft.text_hash] = value
 
 
 def _longest_first(texts: dict[str, str]) -> list[str]:
