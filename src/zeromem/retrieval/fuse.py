@@ -27,6 +27,8 @@ def normalize_live(scores: np.ndarray, live: np.ndarray) -> np.ndarray:
     """``normalize`` with the distribution taken over the ``live`` entries only; the other
     entries (empty slots of an index) come out 0."""
     scores = np.asarray(scores, dtype=np.float64)
+    if len(live) == len(scores):  # every entry live (``live`` holds distinct indices): no gather
+        return normalize(scores)
     out = np.zeros_like(scores)
     if not len(live):
         return out

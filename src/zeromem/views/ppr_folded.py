@@ -121,19 +121,25 @@ def folded_pagerank(folding: LeafFolding, restart: np.ndarray, *, damping: float
     x = np.empty_like(pi)
     step = np.empty_like(pi)
     looped = np.empty_like(pi)
+    holding = len(dangling) > 0  # without dangling restart nodes no mass is ever lost
+    lost = 0.0
     for _ in range(max_iter):
         np.multiply(pi, folding.core_inverse_degree, out=x)
         spread = folding.core_adjacency @ x
         spread += np.multiply(self_loop, pi, out=looped)
-        lost = float(pi_dangling.sum())
+        if holding:
+            lost = float(pi_dangling.sum())
         if lost:
             spread += lost * r_core
         spread *= gamma
         nxt = np.add(teleport, spread, out=spread)
-        nxt_dangling = (1.0 - gamma) * r_dangling + gamma * lost * r_dangling
         np.subtract(nxt, pi, out=step)
-        change = float(np.abs(step, out=step).sum()) + float(np.abs(nxt_dangling - pi_dangling).sum())
-        pi, pi_dangling = nxt, nxt_dangling
+        change = float(np.abs(step, out=step).sum())
+        if holding:
+            nxt_dangling = (1.0 - gamma) * r_dangling + gamma * lost * r_dangling
+            change += float(np.abs(nxt_dangling - pi_dangling).sum())
+            pi_dangling = nxt_dangling
+        pi = nxt
         if change < tol:
             break
     lost = float(pi_dangling.sum())
