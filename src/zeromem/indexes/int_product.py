@@ -21,14 +21,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..encoders.onnx_proto import INT8, INT32, UINT8, GraphWriter, value_info
-
-if TYPE_CHECKING:
-    from .packed_blocks import PackedBlocks
 
 OFFSET = 128  # stored uint8 = int8 + OFFSET
 COLUMN_LIMIT = 63  # |column entry| at most this: no int16 saturation in non-VNNI kernels
@@ -40,6 +37,12 @@ _log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _session: list[Any] = []  # [] not tried yet; [None] ONNX Runtime unavailable; [session]
 _last_query: list[Any] = []  # [(query bytes, _split's answer)]: replaced, never edited
+
+
+class BlockProducts(Protocol):
+    """What ``row_dots`` asks of a matrix's packed blocks (packed_blocks.PackedBlocks)."""
+
+    def products(self, rows: np.ndarray, columns: np.ndarray, correction: np.ndarray) -> np.ndarray: ...
 
 
 def to_offset(rows: np.ndarray) -> np.ndarray:
@@ -122,7 +125,7 @@ def _split(q: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray, float], np.ndar
 
 
 def row_dots(rows: np.ndarray, scale: np.ndarray, q: np.ndarray,
-             blocks: PackedBlocks | None = None) -> tuple[np.ndarray, float]:
+             blocks: BlockProducts | None = None) -> tuple[np.ndarray, float]:
     """``(rows − 128) · scale`` times ``q`` for every row, in float64, from one exact integer
     product; and the query's left-over ``‖d‖₁`` (each value is off the exact product with the
     dequantized row by at most ``scale · 127 · ‖d‖₁`` plus float64 rounding). ``blocks``: the
