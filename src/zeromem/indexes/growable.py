@@ -38,6 +38,11 @@ class Growable:
     def __len__(self) -> int:
         return self.size
 
+    @property
+    def capacity(self) -> int:
+        """Items the array has room for without growing (``size`` of them filled)."""
+        return len(self._data)
+
     def view(self) -> np.ndarray:
         return self._data[:self.size]
 

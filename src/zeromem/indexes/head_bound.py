@@ -27,7 +27,8 @@ import threading
 
 import numpy as np
 
-from .int_product import row_dots, to_offset
+from .growable import Growable
+from .int_product import dot_slack, offset_rows, row_dots
 from .packed_blocks import PackedBlocks
 
 HEAD_DIMS = 128
@@ -46,11 +47,10 @@ class HeadBound:
     def __init__(self) -> None:
         self._basis: np.ndarray | None = None  # [d, m] float64, orthonormal columns
         self._basis32: np.ndarray | None = None
-        self._heads = np.zeros((0, 0), dtype=np.uint8)  # offset-binary int8 heads (spare room after count)
-        self._scale = np.zeros(0, dtype=np.float32)
-        self._rest = np.zeros(0, dtype=np.float64)  # upper bound of each row's rest norm
-        self._norm = np.zeros(0, dtype=np.float64)  # ‖r‖ of each row
-        self._count = 0
+        self._heads = Growable(np.uint8, width=0)  # offset-binary int8 heads
+        self._scale = Growable(np.float32)
+        self._rest = Growable(np.float64)  # upper bound of each row's rest norm
+        self._norm = Growable(np.float64)  # ‖r‖ of each row
         self._expected = 0  # rows of the matrix, as its owner last reported
         self._blocks = PackedBlocks()
         self._lock = threading.Lock()
@@ -63,12 +63,12 @@ class HeadBound:
     def native_nbytes(self) -> int:
         """The bytes of the heads not made yet (their packed blocks are charged by
         ``PackedBlocks``): a scope is measured with its heads from its first measure on."""
-        return max(0, self._expected - len(self._scale)) * (HEAD_DIMS + _BYTES_PER_ROW)
+        return max(0, self._expected - self._scale.capacity) * (HEAD_DIMS + _BYTES_PER_ROW)
 
     @property
     def count(self) -> int:
         """Rows with a head so far."""
-        return self._count
+        return self._scale.size
 
     def advance(self, matrix: np.ndarray) -> None:
         """Project up to ``PROJECT_PER_CALL`` of the rows not projected yet (the directions are
@@ -76,24 +76,21 @@ class HeadBound:
         with self._lock:
             if self._basis is None or self._basis.shape[0] != matrix.shape[1]:
                 self._start(matrix)
-            start = self._count
+            start = self.count
             stop = min(len(matrix), start + PROJECT_PER_CALL)
             if stop <= start:
                 return
-            self._reserve(stop)
             rows = np.asarray(matrix[start:stop], dtype=np.float32)
             assert self._basis32 is not None
             heads = rows @ self._basis32
             norm = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
             head_norm = np.sqrt(np.einsum("ij,ij->i", heads, heads, dtype=np.float64))
             head_low = np.maximum(head_norm - self._rounding() * norm, 0.0)
-            scale = (np.abs(heads).max(axis=1) / 127.0).astype(np.float32)
-            step = np.where(scale > 0, scale, 1.0)[:, None]
-            self._heads[start:stop] = to_offset(np.clip(np.rint(heads / step), -127, 127).astype(np.int8))
-            self._scale[start:stop] = scale
-            self._rest[start:stop] = np.sqrt(np.maximum(norm * norm - head_low * head_low, 0.0) + 1e-12)
-            self._norm[start:stop] = norm
-            self._count = stop
+            int8_heads, scale = offset_rows(heads)
+            self._heads.extend(int8_heads)
+            self._scale.extend(scale)
+            self._rest.extend(np.sqrt(np.maximum(norm * norm - head_low * head_low, 0.0) + 1e-12))
+            self._norm.extend(norm)
 
     def upper(self, q: np.ndarray, n: int) -> np.ndarray:
         """An upper bound of ``row · q`` for each of the first ``n ≤ count`` rows (float64)."""
@@ -103,11 +100,11 @@ class HeadBound:
         # + 1e-12 under the roots: float64 cancellation when the rest is tiny
         rest_q = float(np.sqrt(max(float(query @ query) - float(head_q @ head_q), 0.0) + 1e-12))
         head_q_norm = float(np.sqrt(head_q @ head_q))
-        heads, scale = self._heads[:n], self._scale[:n]
+        heads, scale = self._heads.view()[:n], self._scale.view()[:n]
         approx, residual = row_dots(heads, scale, head_q, self._blocks)
-        slack = scale * (0.5 * float(np.abs(head_q).sum()) + 127.0 * residual)
-        return (approx + slack + (self._rounding() * head_q_norm) * self._norm[:n]
-                + rest_q * self._rest[:n] + _SUM_MARGIN)
+        slack = dot_slack(scale, head_q, residual)
+        return (approx + slack + (self._rounding() * head_q_norm) * self._norm.view()[:n]
+                + rest_q * self._rest.view()[:n] + _SUM_MARGIN)
 
     def _rounding(self) -> float:
         assert self._basis is not None
@@ -122,23 +119,8 @@ class HeadBound:
         order = np.argsort(-values, kind="stable")[:min(HEAD_DIMS, d)]
         self._basis = np.ascontiguousarray(vectors[:, order])
         self._basis32 = self._basis.astype(np.float32)
-        m = self._basis.shape[1]
-        self._heads = np.zeros((0, m), dtype=np.uint8)
-        self._scale = np.zeros(0, dtype=np.float32)
-        self._rest = np.zeros(0, dtype=np.float64)
-        self._norm = np.zeros(0, dtype=np.float64)
-        self._count = 0
+        self._heads = Growable(np.uint8, width=self._basis.shape[1])
+        self._scale = Growable(np.float32)
+        self._rest = Growable(np.float64)
+        self._norm = Growable(np.float64)
         self._blocks.reset()
-
-    def _reserve(self, size: int) -> None:
-        if size <= len(self._scale):
-            return
-        room = max(size, int(len(self._scale) * 1.25))
-        heads = np.zeros((room, self._heads.shape[1]), dtype=np.uint8)
-        heads[:self._count] = self._heads[:self._count]
-        self._heads = heads
-        for name in ("_scale", "_rest", "_norm"):
-            old = getattr(self, name)
-            grown = np.zeros(room, dtype=old.dtype)
-            grown[:self._count] = old[:self._count]
-            setattr(self, name, grown)

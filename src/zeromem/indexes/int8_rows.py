@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from .head_bound import HeadBound
-from .int_product import row_dots, to_offset
+from .int_product import dot_slack, offset_rows, row_dots
 
 # Below this many rows the float32 product costs about as much as the int8 scan (< 2 ms).
 MIN_ROWS = 8192
@@ -102,7 +102,7 @@ class Int8Rows:
 
     @staticmethod
     def _slack(scale: np.ndarray, q: np.ndarray, residual: float) -> np.ndarray:
-        return scale * (0.5 * float(np.abs(np.asarray(q, dtype=np.float64)).sum()) + 127.0 * residual) + _SUM_MARGIN
+        return dot_slack(scale, q, residual) + _SUM_MARGIN
 
     def sync(self, matrix: np.ndarray) -> None:
         """Quantize the rows of ``matrix`` not held yet, if it is large enough to be scanned
@@ -128,13 +128,9 @@ class Int8Rows:
             grown[:count] = rows[:count]
             grown_scale[:count] = scale[:count]
             rows, scale = grown, grown_scale
-        fresh = np.asarray(matrix[count:wanted], dtype=np.float32)
-        fresh_scale = (np.abs(fresh).max(axis=1) / 127.0).astype(np.float32)
-        step = np.where(fresh_scale > 0, fresh_scale, 1.0)[:, None]
         # Written past the filled count only: a search reading a shorter prefix is not disturbed,
         # and two threads filling the same rows write the same values.
-        rows[count:wanted] = to_offset(np.clip(np.rint(fresh / step), -127, 127).astype(np.int8))
-        scale[count:wanted] = fresh_scale
+        rows[count:wanted], scale[count:wanted] = offset_rows(matrix[count:wanted])
         self._state = (rows, scale, wanted)
         return rows[:wanted], scale[:wanted]
 

@@ -93,6 +93,22 @@ def numpy_products(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
     return out
 
 
+def offset_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """float rows as offset-binary int8 (``round(row / scale)`` within ±127) and their float32
+    scales, ``max|row| / 127`` (0 for an all-zero row, whose int8 row is then all zero)."""
+    rows = np.asarray(rows, dtype=np.float32)
+    scale = (np.abs(rows).max(axis=1) / 127.0).astype(np.float32)
+    step = np.where(scale > 0, scale, 1.0)[:, None]
+    return to_offset(np.clip(np.rint(rows / step), -127, 127).astype(np.int8)), scale
+
+
+def dot_slack(scale: np.ndarray, q: np.ndarray, residual: float) -> np.ndarray:
+    """How far each of ``row_dots``'s values may be from the product of the float row it was
+    quantized from (``offset_rows``) with ``q``: half a step per component, plus the query
+    split's remainder (``residual``, ``row_dots``'s second answer) — before float rounding."""
+    return scale * (0.5 * float(np.abs(np.asarray(q, dtype=np.float64)).sum()) + 127.0 * residual)
+
+
 def query_columns(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """A float query as two int8 columns and their steps, ``q ≈ columns @ steps``, and
     ``‖d‖₁``, the L1 norm of what the two leave over: the first column rounds ``q`` to
