@@ -133,6 +133,27 @@ def test_sentiment_and_density_read_the_head():
     assert long_.tokens > short.tokens  # the budget still counts every word
 
 
+def test_density_of_a_text_written_again_is_not_tagged_again():
+    """A repeated text's mentions come from the store (no NER pass to remember its tags): the
+    analyzer keeps the densities it tagged itself, and they equal a fresh tagging."""
+    from zeromem.encoders.factory import load_extractor
+
+    extractor = load_extractor(Config().encoders)
+    analyzer = SignalAnalyzer(extractor.nlp)
+    first = analyzer.analyze(SENTENCES, [0] * len(SENTENCES))
+    tagged = []
+    real_pipe = analyzer.nlp.pipe
+    analyzer.nlp.pipe = lambda texts, **kw: real_pipe(tagged.extend(texts) or tagged[-len(texts):], **kw)
+    try:
+        again = analyzer.analyze([*SENTENCES[:3], "A new line about the Louvre."], [0] * 4)
+    finally:
+        del analyzer.nlp.pipe
+    assert tagged == ["A new line about the Louvre."]
+    assert [s.density for s in again[:3]] == [s.density for s in first[:3]]
+    fresh = SignalAnalyzer(extractor.nlp).analyze(SENTENCES[:3], [0] * 3)
+    assert [s.density for s in fresh] == [s.density for s in first[:3]]
+
+
 def _trace(text):
     from zeromem.types import Trace
 

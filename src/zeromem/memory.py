@@ -6,7 +6,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -115,7 +115,7 @@ class Memory:
                            source_id=source_id, metadata=metadata, attachments=attachments)
         scope = self._scope(user, agent)
         tid = self._store.add_many([draft], scope)[0]
-        self._derive(scope)
+        self._derive(scope, written=[tid])
         return tid
 
     def add_many(self, traces: Iterable[Mapping[str, Any] | TraceDraft], *,
@@ -128,7 +128,7 @@ class Memory:
             check_lifecycle_metadata(draft.metadata)
         scope = self._scope(user, agent)
         ids = self._store.add_many(drafts, scope)
-        self._derive(scope)
+        self._derive(scope, written=ids)
         return ids
 
     def import_file(self, path: str | Path, *, format: str | None = None,
@@ -157,7 +157,7 @@ class Memory:
         if not allow_duplicates:
             batches, skipped = skip_stored(self._store, batches)
         ids = self._store.add_batches(batches)  # one transaction: the whole file or nothing
-        self._derive(scope)
+        self._derive(scope, written=[tid for batch in ids for tid in batch])
         return ImportResult({conv.name: conv_ids for conv, conv_ids in zip(conversations, ids)},
                             {conv.name: count for conv, count in zip(conversations, skipped)})
 
@@ -174,7 +174,7 @@ class Memory:
         check_lifecycle_metadata(metadata)  # as add does: importance, pinned, archived, expires_at
         scope = self._scope(user, agent)
         trace = self._store.update(trace_id, scope, text=text, metadata=metadata, keep_history=keep_history)
-        self._derive(scope)
+        self._derive(scope, written=[trace.id])
         return trace
 
     def delete(self, trace_id: str, *, keep_history: bool = False, user: str | SameScope | None = SAME_SCOPE,
@@ -189,7 +189,7 @@ class Memory:
         """
         scope = self._scope(user, agent)
         receipt = self._store.delete(trace_id, scope, keep_history=keep_history)
-        self._derive(scope)
+        self._derive(scope, written=[])
         return receipt
 
     def delete_session(self, session: str, *, keep_history: bool = False, user: str | SameScope | None = SAME_SCOPE,
@@ -198,7 +198,7 @@ class Memory:
         NotFound if the scope has no such session."""
         scope = self._scope(user, agent)
         receipt = self._store.delete_session(session, scope, keep_history=keep_history)
-        self._derive(scope)
+        self._derive(scope, written=[])
         return receipt
 
     def delete_scope(self, *, user: str | SameScope | None = SAME_SCOPE,
@@ -250,8 +250,10 @@ class Memory:
 
 
     # -- derived indexes ----------------------------------------------------------------
-    def _derive(self, scope: Scope, *, force: bool = False) -> None:
-        """After a committed write: derive what it touched (``Config.index_on_write``).
+    def _derive(self, scope: Scope, *, force: bool = False, written: Sequence[str] | None = None) -> None:
+        """After a committed write: derive what it touched (``Config.index_on_write``), and
+        compute the lifecycle signals of the traces it ``written`` (None: of every trace of
+        the scope that lacks them).
 
         The write is already stored; a failure here (no model installed, a crash in an
         encoder) must not look like a failed write, so it is logged and the sessions stay
@@ -263,7 +265,8 @@ class Memory:
             return
         try:
             self._indexer.refresh(scope)
-            self._lifecycle.refresh(scope)
+            parse = self._store.ids.parse
+            self._lifecycle.refresh(scope, None if written is None else [int(parse(t)) for t in written])
         except EncoderFailure as exc:  # logged once; the next search derives what it can
             self._encoders.fail(exc.component, exc)
         except Exception as exc:  # noqa: BLE001 - reported, and retried by the next search

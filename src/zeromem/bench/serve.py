@@ -223,10 +223,12 @@ def process_tree_cpu_s(pid: int) -> float:
 
 def request_body(rng: random.Random, write: bool, number: int, sent: int, texts: list[str],
                  questions: list[str], k: int, run_tag: str) -> tuple[str, dict[str, Any]]:
-    """Client ``number``'s request ``sent``: a write (one of the texts, marked, into the
-    client's own session of this run) or a search (one of the questions)."""
+    """Client ``number``'s request ``sent``: a write (one of the texts, marked with the run and
+    the request so that every write of every run is new text: a rerun on the same store must
+    pay for NER and embeddings as the first did) into the client's own session of this run, or
+    a search (one of the questions)."""
     if write:
-        return "/v1/traces", {"text": f"{rng.choice(texts)} [w{number}-{sent}]",
+        return "/v1/traces", {"text": f"{rng.choice(texts)} [w{run_tag}-{number}-{sent}]",
                               "session": f"live-{run_tag}-{number}", "speaker": f"client{number}"}
     return "/v1/search", {"query": rng.choice(questions), "k": k, "why": False}
 

@@ -79,9 +79,14 @@ class Lifecycle:
         return int(self.store.ids.parse(trace.id))
 
     # -- signals ------------------------------------------------------------------------
-    def refresh(self, scope: Scope) -> int:
-        """Compute and store the signals of traces that lack them; returns how many."""
-        missing = list(self.store.trace_signals(scope, missing_only=True))
+    def refresh(self, scope: Scope, rowids: Sequence[int] | None = None) -> int:
+        """Compute and store the signals of traces that lack them — of the scope, or of
+        ``rowids`` (the traces a write stored: its cost then does not grow with the scope;
+        any other trace left without signals is computed by the next full refresh, or when
+        the lifecycle reads it) — and return how many."""
+        if rowids is not None and not rowids:
+            return 0
+        missing = list(self.store.trace_signals(scope, missing_only=True, rowids=rowids))
         if not missing:
             return 0
         traces = self.store.get_rowids(missing)

@@ -424,30 +424,36 @@ def trace_entities(conn: sqlite3.Connection, user: str, agent: str, rowid: int, 
             [(other, sorted(entities)) for other, entities in ranked])
 
 
-def trace_signals(conn: sqlite3.Connection, user: str, agent: str, *,
-                  missing_only: bool = False) -> dict[int, str | None]:
-    """Every trace of the scope → its stored lifecycle signals (JSON) for its current
-    version, or None when they are missing or were computed for an older version;
-    ``missing_only``: just the None ones (what a refresh after a write computes)."""
+def trace_signals(conn: sqlite3.Connection, user: str, agent: str, *, missing_only: bool = False,
+                  rowids: Sequence[int] | None = None) -> dict[int, str | None]:
+    """Every trace of the scope (or of ``rowids`` among them) → its stored lifecycle signals
+    (JSON) for its current version, or None when they are missing or were computed for an
+    older version; ``missing_only``: just the None ones (what a refresh after a write
+    computes, for the traces it wrote: a cost that does not grow with the scope)."""
+    among = "" if rowids is None else f" AND t.rowid_ {_IN_JSON}"
     rows = conn.execute(
         "SELECT t.rowid_, s.signals FROM traces t LEFT JOIN trace_signals s"
         " ON s.user_key = t.user_key AND s.agent_key = t.agent_key AND s.trace_rowid = t.rowid_"
-        " AND s.version = t.version WHERE t.user_key=? AND t.agent_key=?"
+        " AND s.version = t.version WHERE t.user_key=? AND t.agent_key=?" + among
         + (" AND s.signals IS NULL" if missing_only else "") + " ORDER BY t.rowid_",
-        (user, agent)).fetchall()
+        (user, agent) + (() if rowids is None else (json.dumps([int(r) for r in rowids]),))).fetchall()
     return {int(rowid): blob for rowid, blob in rows}
 
 
 def put_signals(conn: sqlite3.Connection, user: str, agent: str,
                 rows: Sequence[tuple[int, int, str]]) -> None:
-    """Store (trace rowid, version, signals JSON) rows, and drop those of deleted traces."""
+    """Store (trace rowid, version, signals JSON) rows, except those of traces deleted since
+    they were computed (a delete removes a trace's signals with it: only these rows can be
+    left without a trace, so only they are checked, not the whole scope)."""
     conn.executemany(
         "INSERT INTO trace_signals (user_key, agent_key, trace_rowid, version, signals)"
         " VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_key, agent_key, trace_rowid)"
         " DO UPDATE SET version = excluded.version, signals = excluded.signals",
         [(user, agent, rowid, version, blob) for rowid, version, blob in rows])
-    conn.execute("DELETE FROM trace_signals WHERE user_key=? AND agent_key=? AND trace_rowid NOT IN"
-                 " (SELECT rowid_ FROM traces WHERE user_key=? AND agent_key=?)", (user, agent, user, agent))
+    put = json.dumps(sorted({int(rowid) for rowid, _, _ in rows}))
+    conn.execute(f"DELETE FROM trace_signals WHERE user_key=? AND agent_key=? AND trace_rowid {_IN_JSON}"
+                 " AND trace_rowid NOT IN (SELECT rowid_ FROM traces WHERE user_key=? AND agent_key=?"
+                 f" AND rowid_ {_IN_JSON})", (user, agent, put, user, agent, put))
 
 
 def expiring(conn: sqlite3.Connection, user: str, agent: str) -> dict[int, Any]:

@@ -282,9 +282,10 @@ class PostgresStore(SQLStore):
     def add_encoder_timings(self, seconds: dict[str, float], items: dict[str, int]) -> None:
         self._write(lambda conn: pgd.add_encoder_timings(conn, seconds, items))
 
-    def trace_signals(self, scope: Scope, *, missing_only: bool = False) -> dict[int, str | None]:
+    def trace_signals(self, scope: Scope, *, missing_only: bool = False,
+                      rowids: Sequence[int] | None = None) -> dict[int, str | None]:
         key = self._scope(scope)
-        return self._snapshot(lambda conn: pgd.trace_signals(conn, key, missing_only=missing_only))
+        return self._snapshot(lambda conn: pgd.trace_signals(conn, key, missing_only=missing_only, rowids=rowids))
 
     def expiring(self, scope: Scope) -> dict[int, Any]:
         key = self._scope(scope)

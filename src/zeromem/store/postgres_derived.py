@@ -420,27 +420,30 @@ def add_encoder_timings(conn: Any, seconds: dict[str, float], items: dict[str, i
 
 
 
-def trace_signals(conn: Any, scope_key: str, *, missing_only: bool = False) -> dict[int, str | None]:
-    """Every trace of the scope → its stored lifecycle signals for its current version, or
-    None (see ``derived.trace_signals``)."""
+def trace_signals(conn: Any, scope_key: str, *, missing_only: bool = False,
+                  rowids: Sequence[int] | None = None) -> dict[int, str | None]:
+    """Every trace of the scope (or of ``rowids`` among them) → its stored lifecycle signals
+    for its current version, or None (see ``derived.trace_signals``)."""
+    among = "" if rowids is None else " AND t.rowid_ = ANY(%s)"
     rows = conn.execute(
         "SELECT t.rowid_, s.signals FROM traces t LEFT JOIN trace_signals s"
         " ON s.scope_key = t.scope_key AND s.trace_rowid = t.rowid_ AND s.version = t.version"
-        " WHERE t.scope_key = %s" + (" AND s.signals IS NULL" if missing_only else "")
-        + " ORDER BY t.rowid_", (scope_key,)).fetchall()
+        " WHERE t.scope_key = %s" + among + (" AND s.signals IS NULL" if missing_only else "")
+        + " ORDER BY t.rowid_", (scope_key,) + (() if rowids is None else ([int(r) for r in rowids],))).fetchall()
     return {int(rowid): blob for rowid, blob in rows}
 
 
 def put_signals(conn: Any, scope_key: str, rows: Sequence[tuple[int, int, str]]) -> None:
-    """Store (trace rowid, version, signals JSON) rows, and drop those of deleted traces."""
+    """Store (trace rowid, version, signals JSON) rows, except those of traces deleted since
+    they were computed (see ``derived.put_signals``: only these rows are checked)."""
     with conn.cursor() as cur:
         cur.executemany(
             "INSERT INTO trace_signals (scope_key, trace_rowid, version, signals) VALUES (%s, %s, %s, %s)"
             " ON CONFLICT (scope_key, trace_rowid) DO UPDATE SET version = EXCLUDED.version,"
             " signals = EXCLUDED.signals", [(scope_key, rowid, version, blob) for rowid, version, blob in rows])
-    conn.execute("DELETE FROM trace_signals s WHERE s.scope_key = %s AND NOT EXISTS"
+    conn.execute("DELETE FROM trace_signals s WHERE s.scope_key = %s AND s.trace_rowid = ANY(%s) AND NOT EXISTS"
                  " (SELECT 1 FROM traces t WHERE t.scope_key = s.scope_key AND t.rowid_ = s.trace_rowid)",
-                 (scope_key,))
+                 (scope_key, sorted({int(rowid) for rowid, _, _ in rows})))
 
 
 def expiring(conn: Any, scope_key: str) -> dict[int, Any]:

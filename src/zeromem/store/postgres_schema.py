@@ -180,6 +180,12 @@ MIGRATIONS: list[str] = [
     UPDATE scope_snapshot_parts SET blob = substring(blob FROM 1 FOR {SNAPSHOT_CHUNK})
         WHERE length(blob) > {SNAPSHOT_CHUNK}
     """,
+    # v5: the traces that carry an expiry, through a partial index (see the SQLite store's v9;
+    # the WHERE is the one `postgres_derived.expiring` queries with).
+    """
+    CREATE INDEX IF NOT EXISTS traces_expiring ON traces (scope_key)
+        WHERE metadata LIKE '%"expires_at"%'
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

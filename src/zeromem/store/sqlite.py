@@ -314,11 +314,12 @@ class SQLiteStore(SQLStore):
         with self.transaction() as conn:
             derived.add_encoder_timings(conn, seconds, items)
 
-    def trace_signals(self, scope: Scope, *, missing_only: bool = False) -> dict[int, str | None]:
+    def trace_signals(self, scope: Scope, *, missing_only: bool = False,
+                      rowids: Sequence[int] | None = None) -> dict[int, str | None]:
         user, agent = scope_key(scope)
         with self._lock:
             self._check_open()
-            return derived.trace_signals(self.conn, user, agent, missing_only=missing_only)
+            return derived.trace_signals(self.conn, user, agent, missing_only=missing_only, rowids=rowids)
 
     def expiring(self, scope: Scope) -> dict[int, Any]:
         user, agent = scope_key(scope)

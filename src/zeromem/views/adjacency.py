@@ -122,31 +122,40 @@ class BaseDeltaAdjacency:
 
     # -- building -----------------------------------------------------------------------
     def _owned_entries(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(rows, cols, weights) of the entries the given turn slots own, both directions."""
+        """(rows, cols, weights) of the entries the given turn slots own, both directions.
+
+        Vectorized over the slots (the dirty turns grow to ``DELTA_SHARE`` of the base between
+        rebuilds, and every version rebuilds the delta from all of them), in the order a loop
+        over the slots would emit them — per slot its entity edges, their mirror, its
+        next-turn edge and its mirror — so each CSR row sums its entries in the same order."""
         edges = self._edges
-        offset = self.turn_capacity
-        parts_r, parts_c, parts_v = [], [], []
-        for slot in slots.tolist():
-            if not edges.alive[slot]:
-                continue
-            ids = edges.edge_ids[slot]
-            w = edges.edge_weights[slot]
-            ents = offset + ids
-            nxt = int(edges.next_turn[slot])
-            r = [np.full(len(ids), slot), ents]
-            c = [ents, np.full(len(ids), slot)]
-            v = [w, w]
-            if nxt >= 0 and edges.alive[nxt]:
-                r.append(np.asarray([slot, nxt]))
-                c.append(np.asarray([nxt, slot]))
-                v.append(np.asarray([ADJACENCY_WEIGHT, ADJACENCY_WEIGHT]))
-            parts_r += r
-            parts_c += c
-            parts_v += v
-        if not parts_v:
+        alive = edges.alive.view()
+        slots = slots[alive[slots]] if len(slots) else slots.astype(np.int64)
+        if not len(slots):
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, WEIGHT_DTYPE)
-        return (np.concatenate(parts_r).astype(np.int64), np.concatenate(parts_c).astype(np.int64),
-                np.concatenate(parts_v).astype(WEIGHT_DTYPE))
+        ids = [edges.edge_ids[slot] for slot in slots.tolist()]
+        counts = np.fromiter((len(a) for a in ids), dtype=np.int64, count=len(ids))
+        n_edges = int(counts.sum())
+        owner = np.repeat(np.arange(len(slots)), counts)
+        ents = self.turn_capacity + (np.concatenate(ids).astype(np.int64) if n_edges else np.zeros(0, np.int64))
+        weights = (np.concatenate([edges.edge_weights[slot] for slot in slots.tolist()]) if n_edges
+                   else np.zeros(0))
+        nxt = edges.next_turn.view()[slots].astype(np.int64)
+        linked = nxt >= 0
+        linked[linked] = alive[nxt[linked]]
+        with_next = np.flatnonzero(linked)
+        src, dst = slots[with_next], nxt[with_next]
+        adj = np.full(len(with_next), ADJACENCY_WEIGHT)
+        turn = slots[owner]
+        rows = np.concatenate([turn, ents, src, dst])
+        cols = np.concatenate([ents, turn, dst, src])
+        vals = np.concatenate([weights, weights, adj, adj])
+        # (slot, part, position within the part): the order of the per-slot loop
+        position = np.arange(n_edges)
+        order = np.lexsort((np.concatenate([position, position, np.zeros(2 * len(with_next), np.int64)]),
+                            np.repeat(np.arange(4), [n_edges, n_edges, len(with_next), len(with_next)]),
+                            np.concatenate([owner, owner, with_next, with_next])))
+        return rows[order], cols[order], vals[order].astype(WEIGHT_DTYPE)
 
     def _ensure_base(self) -> None:
         """Build the base from every turn's edges, vectorized (no per-turn Python)."""

@@ -90,11 +90,14 @@ class DerivedStore(ABC):
         """Accumulate encoder time and items (reported by ``zeromem stats``)."""
 
     @abstractmethod
-    def trace_signals(self, scope: Scope, *, missing_only: bool = False) -> dict[int, str | None]:
-        """Each trace of the scope (rowid) → its lifecycle signals (JSON) stored for its
-        current version, or None when they still have to be computed; ``missing_only``
-        returns only the None ones (a refresh after a write reads no other row)."""
+    def trace_signals(self, scope: Scope, *, missing_only: bool = False,
+                      rowids: Sequence[int] | None = None) -> dict[int, str | None]:
+        """Each trace of the scope (rowid), or each of ``rowids`` that the scope holds → its
+        lifecycle signals (JSON) stored for its current version, or None when they still
+        have to be computed; ``missing_only`` returns only the None ones (a refresh after a
+        write asks for the traces it wrote, and reads no other row)."""
 
     @abstractmethod
     def put_signals(self, scope: Scope, rows: Sequence[tuple[int, int, str]]) -> None:
-        """Store (trace rowid, version, signals JSON) rows; rows of deleted traces go."""
+        """Store (trace rowid, version, signals JSON) rows, except those of traces deleted
+        meanwhile (a delete takes a trace's signals with it)."""

@@ -1,0 +1,71 @@
+"""What a write reads of the lifecycle's tables does not grow with the scope: the signals
+refresh after a write asks only for the traces it stored, a put checks only its own rows for
+a concurrent delete, and the traces that carry an expiry are found through a partial index
+(real encoders, SQLite)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from internals import store_of
+from zeromem import Memory
+from zeromem.types import Scope
+
+SCOPE = Scope("u", None)
+
+
+def _rowid(mem: Memory, tid: str) -> int:
+    return int(store_of(mem).ids.parse(tid))
+
+
+def test_a_write_computes_the_signals_of_its_own_traces_and_reads_no_other(tmp_path):
+    with Memory(tmp_path / "m.db", user="u") as mem:
+        first = mem.add_many([{"text": "I adopted a grey cat named Biscuit.", "session": "s1"},
+                              {"text": "We moved to Denver in June.", "session": "s1"}])
+        store = store_of(mem)
+        assert all(store.trace_signals(SCOPE).values())
+        # a trace left without signals (e.g. NER was down when it was written)
+        store.conn.execute("DELETE FROM trace_signals WHERE trace_rowid = ?", (_rowid(mem, first[0]),))
+        asked = []
+        real = store.trace_signals
+        store.trace_signals = lambda scope, **kw: asked.append(kw.get("rowids")) or real(scope, **kw)
+        try:
+            new = mem.add("My sister plays the cello.", session="s1")
+            updated = mem.update(first[1], text="We moved to Boulder in June.")
+            mem.delete(new)
+        finally:
+            del store.trace_signals
+        assert asked == [[_rowid(mem, new)], [_rowid(mem, updated.id)]]  # the delete asks for nothing
+        signals = store.trace_signals(SCOPE)
+        assert signals[_rowid(mem, first[0])] is None  # not this write's trace: left for later
+        assert signals[_rowid(mem, first[1])] is not None  # recomputed for the new version
+        mem.index()  # a full refresh computes what any write left
+        assert all(store.trace_signals(SCOPE).values())
+
+
+def test_signals_of_a_trace_deleted_meanwhile_are_not_kept(tmp_path):
+    with Memory(tmp_path / "m.db", user="u") as mem:
+        kept, gone = mem.add_many([{"text": "The bakery sells rye bread.", "session": "s"},
+                                   {"text": "Lisbon is on my list.", "session": "s"}])
+        store = store_of(mem)
+        before = store.trace_signals(SCOPE)
+        mem.delete(gone)
+        # signals computed before the delete arrive after it
+        store.put_signals(SCOPE, [(_rowid(mem, gone), 1, '{"late": true}'),
+                                  (_rowid(mem, kept), 1, before[_rowid(mem, kept)])])
+        rows = store.conn.execute("SELECT trace_rowid FROM trace_signals").fetchall()
+        assert rows == [(_rowid(mem, kept),)]
+
+
+def test_traces_with_an_expiry_are_found_through_an_index(tmp_path):
+    path = tmp_path / "m.db"
+    with Memory(path, user="u") as mem:
+        mem.add("Parking code is 4412.", session="s", metadata={"expires_at": "2031-01-01"})
+        mem.add("No expiry here.", session="s", metadata={"note": "expires_at is only a word"})
+        assert list(store_of(mem).expiring(SCOPE).values()) == ["2031-01-01"]
+    conn = sqlite3.connect(path)
+    plan = conn.execute(
+        "EXPLAIN QUERY PLAN SELECT rowid_, json_extract(metadata, '$.expires_at') FROM traces"
+        " WHERE user_key=? AND agent_key=? AND metadata LIKE '%\"expires_at\"%'", ("u", "")).fetchall()
+    conn.close()
+    assert any("traces_expiring" in str(row) for row in plan)
