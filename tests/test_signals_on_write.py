@@ -69,3 +69,45 @@ def test_traces_with_an_expiry_are_found_through_an_index(tmp_path):
         " WHERE user_key=? AND agent_key=? AND metadata LIKE '%\"expires_at\"%'", ("u", "")).fetchall()
     conn.close()
     assert any("traces_expiring" in str(row) for row in plan)
+
+
+_SCOPE_WIDE = ("(user_key=? AND agent_key=?)", "(scope_key=?)")
+_PER_TRACE_TABLES = ("traces", "trace_signals", "trace_history", "units", "unit_vectors", "unit_mentions")
+
+
+def _walks_the_scope(conn: sqlite3.Connection, sql: str) -> list[str]:
+    """Plan steps of ``sql`` that read a per-trace table by scope alone (or scan it whole)."""
+    try:
+        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql).fetchall()]
+    except sqlite3.Error:  # a statement EXPLAIN cannot take (BEGIN, PRAGMA, ...)
+        return []
+    return [step for step in plan
+            if any(f" {table} " in f" {step} " for table in _PER_TRACE_TABLES)
+            and "traces_expiring" not in step  # a partial index: only the traces with an expiry
+            and (step.startswith("SCAN") or any(step.endswith(wide) for wide in _SCOPE_WIDE))]
+
+
+def test_an_add_and_the_search_after_it_read_no_table_by_scope_alone(tmp_path):
+    """Every statement of a write and of the search that follows it reaches per-trace rows by
+    trace, session, text or unit, never by walking the scope: their cost does not grow with
+    the scope (the plans SQLite picks here, without statistics, are those of a 100k scope)."""
+    path = tmp_path / "m.db"
+    with Memory(path, user="u") as mem:
+        for s in range(3):
+            mem.add_many([{"text": f"Session {s}: I adopted a grey cat named Biscuit.", "session": f"s{s}"},
+                          {"text": f"We moved to Denver in June, year {2020 + s}.", "session": f"s{s}"}])
+        mem.search("Where did we move?")
+        conn = store_of(mem).conn
+        executed: list[str] = []
+        conn.set_trace_callback(executed.append)
+        try:
+            mem.add("My sister plays the cello in Lisbon.", session="s1", speaker="Ana",
+                    metadata={"expires_at": "2031-01-01"})
+            mem.search("Who plays the cello?")
+        finally:
+            conn.set_trace_callback(None)
+    assert len(executed) > 20  # the statements were seen (expanded, with their values)
+    check = sqlite3.connect(path)
+    walks = {sql: _walks_the_scope(check, sql) for sql in executed}
+    check.close()
+    assert {sql: steps for sql, steps in walks.items() if steps} == {}

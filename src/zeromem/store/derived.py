@@ -430,11 +430,14 @@ def trace_signals(conn: sqlite3.Connection, user: str, agent: str, *, missing_on
     (JSON) for its current version, or None when they are missing or were computed for an
     older version; ``missing_only``: just the None ones (what a refresh after a write
     computes, for the traces it wrote: a cost that does not grow with the scope)."""
-    among = "" if rowids is None else f" AND t.rowid_ {_IN_JSON}"
+    # With ``rowids``, the scope's columns are unary-plus'd (`+t.user_key`) so that SQLite looks
+    # the rows up by primary key instead of walking the scope's index (17 ms at 100k traces).
+    scoped = ("t.user_key=? AND t.agent_key=?" if rowids is None
+              else f"+t.user_key=? AND +t.agent_key=? AND t.rowid_ {_IN_JSON}")
     rows = conn.execute(
         "SELECT t.rowid_, s.signals FROM traces t LEFT JOIN trace_signals s"
         " ON s.user_key = t.user_key AND s.agent_key = t.agent_key AND s.trace_rowid = t.rowid_"
-        " AND s.version = t.version WHERE t.user_key=? AND t.agent_key=?" + among
+        " AND s.version = t.version WHERE " + scoped
         + (" AND s.signals IS NULL" if missing_only else "") + " ORDER BY t.rowid_",
         (user, agent) + (() if rowids is None else (json.dumps([int(r) for r in rowids]),))).fetchall()
     return {int(rowid): blob for rowid, blob in rows}
@@ -452,7 +455,7 @@ def put_signals(conn: sqlite3.Connection, user: str, agent: str,
         [(user, agent, rowid, version, blob) for rowid, version, blob in rows])
     put = json.dumps(sorted({int(rowid) for rowid, _, _ in rows}))
     conn.execute(f"DELETE FROM trace_signals WHERE user_key=? AND agent_key=? AND trace_rowid {_IN_JSON}"
-                 " AND trace_rowid NOT IN (SELECT rowid_ FROM traces WHERE user_key=? AND agent_key=?"
+                 " AND trace_rowid NOT IN (SELECT rowid_ FROM traces WHERE +user_key=? AND +agent_key=?"
                  f" AND rowid_ {_IN_JSON})", (user, agent, put, user, agent, put))
 
 

@@ -614,9 +614,10 @@ def _remove_traces(conn: sqlite3.Connection, user: str, agent: str, rowids: Sequ
     conn.execute(
         "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at, old_text, new_text,"
         f" old_metadata, new_metadata) SELECT rowid_, user_key, agent_key, 'delete', ?, {kept}"
-        f" FROM traces WHERE user_key=? AND agent_key=? AND rowid_ {_IN_JSON} ORDER BY rowid_",
+        f" FROM traces WHERE +user_key=? AND +agent_key=? AND rowid_ {_IN_JSON} ORDER BY rowid_",
         (now(), user, agent, ids))
-    counts["traces"] = conn.execute(f"DELETE FROM traces WHERE user_key=? AND agent_key=? AND rowid_ {_IN_JSON}",
+    # `+user_key`: rows by primary key, not a walk of the scope's index (see derived.trace_signals)
+    counts["traces"] = conn.execute(f"DELETE FROM traces WHERE +user_key=? AND +agent_key=? AND rowid_ {_IN_JSON}",
                                     (user, agent, ids)).rowcount
     counts["trace_signals"] = conn.execute(
         f"DELETE FROM trace_signals WHERE user_key=? AND agent_key=? AND trace_rowid {_IN_JSON}",
