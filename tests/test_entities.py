@@ -193,3 +193,46 @@ def test_a_missing_spacy_pipeline_names_the_pip_command():
 
     with pytest.raises(ModelUnavailable, match="pip install no-such-pipeline"):
         EntityExtractor("no_such_pipeline")
+
+
+_PARSED = [
+    "Caroline went to the LGBTQ support group in Boston last Tuesday.",
+    "Melanie painted a sunrise over Lake Tahoe in 2022 and sold it for $300.",
+    "Jon lost his job at Fidelity Bank, so he opened a dance studio downtown.",
+    "Gina: I launched my online clothing store on June 3rd, 2023!",
+    "The Museum of Modern Art in New York has a Van Gogh exhibit until March.",
+    "We flew from Lisbon to Tokyo with Air France; the trip took 14 hours.",
+    "Dr. Alvarez said the recital is on May 3rd at St. Mary's Church.",
+    "I adopted a grey cat named Biscuit and a puppy called Max.",
+    "Apple released the iPhone 15 in September, about 3 weeks after Google's event.",
+    "thanks!! see u at 5pm near the Golden Gate Bridge",
+]
+
+
+def test_spacy_layers_run_on_numpy_blas_and_find_what_blis_finds(extractor):
+    """``spacy_gemm.gemm_through_numpy``: every blis-backed layer of the pipeline multiplies
+    through numpy's BLAS, and the tags and entities are those blis gives."""
+    from thinc.api import NumpyOps
+
+    nlp = extractor.nlp
+    nodes = [node for _, component in nlp.pipeline if getattr(component, "model", None) is not None
+             for node in component.model.walk()]
+    numpy_ops = [node for node in nodes if isinstance(node.ops, NumpyOps)]
+    assert numpy_ops and not any(node.ops.use_blis for node in numpy_ops)
+
+    def parse():
+        return [([(e.start_char, e.end_char, e.label_) for e in doc.ents], [t.tag_ for t in doc])
+                for doc in nlp.pipe(_PARSED)]
+
+    ours = parse()
+    saved = [node.ops for node in numpy_ops]
+    try:
+        blis = NumpyOps()
+        for node in numpy_ops:
+            node.ops = blis
+        theirs = parse()
+    finally:
+        for node, ops in zip(numpy_ops, saved):
+            node.ops = ops
+    assert ours == theirs
+    assert sum(len(ents) for ents, _ in ours) >= 20  # a parse with entities to compare

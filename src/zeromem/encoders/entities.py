@@ -41,6 +41,7 @@ from ..errors import ModelUnavailable
 from . import entities_zh, extractors
 from .aliases import link_aliases
 from .coarse_pos import replace_attribute_ruler
+from .spacy_gemm import gemm_through_numpy, one_blas_thread
 
 __all__ = [
     "EntityExtractor",
@@ -223,6 +224,7 @@ def load_pipeline(pipeline: str, *, noun_phrases: bool) -> Any:
         nlp.remove_pipe(name)
     if noun_phrases:
         replace_attribute_ruler(nlp)  # same POS tags, without the ruler's Matcher
+    gemm_through_numpy(nlp)  # same tags and entities, ~35 % less CPU in batches (spacy_gemm.py)
     return nlp
 
 
@@ -251,8 +253,9 @@ class EntityExtractor:
             raise TypeError("extract takes a sequence of texts, e.g. extract([text])")
         texts = list(texts)
         heads = (head_chars(text, self.max_chars) for text in texts)
-        return [self._mentions(doc, text)
-                for doc, text in zip(self.nlp.pipe(heads, batch_size=self.batch_size), texts)]
+        with one_blas_thread():
+            return [self._mentions(doc, text)
+                    for doc, text in zip(self.nlp.pipe(heads, batch_size=self.batch_size), texts)]
 
     def density(self, text: str) -> float | None:
         """The information density of a text this extractor tagged recently (None if not):

@@ -35,6 +35,7 @@ from typing import Any
 
 from ..encoders.coarse_pos import COMPONENT as COARSE_POS
 from ..encoders.entities import content_density, head_chars
+from ..encoders.spacy_gemm import one_blas_thread
 from ..encoders.token_count import count_budget_tokens
 from ..errors import ModelUnavailable
 from .rules import dialogue_signals
@@ -109,7 +110,7 @@ class SignalAnalyzer:
                         self._tagged.move_to_end(heads[i])
                 todo = [i for i in todo if out[i] is None]
                 if todo:
-                    with self.nlp.select_pipes(enable=list(self._tagging)):
+                    with self.nlp.select_pipes(enable=list(self._tagging)), one_blas_thread():
                         for i, doc in zip(todo, self.nlp.pipe([heads[i] for i in todo], batch_size=64)):
                             out[i] = self._tagged[heads[i]] = content_density(t.pos_ for t in doc)
                     while len(self._tagged) > _TAGGED_MEMORY:
