@@ -37,6 +37,22 @@ def test_active_memory_signals_and_expiry_agree_across_backends(memory):
     assert sum(e.tokens for e in memory.active(40).entries) <= 40
     stored = store_of(memory).trace_signals(memory.scope)
     assert set(stored) == {store_of(memory).ids.parse(t) for t in ids} and all(stored.values())
-    memory.delete(ids[0])
-    memory.add("one more", session="s2", speaker="Bo")  # a write prunes signals of deleted traces
+    memory.delete(ids[0])  # a delete takes the trace's signals with it
+    memory.add("one more", session="s2", speaker="Bo")
     assert store_of(memory).ids.parse(ids[0]) not in store_of(memory).trace_signals(memory.scope)
+
+
+def test_signals_read_by_trace_and_a_late_put_for_a_deleted_trace_agree_across_backends(memory):
+    """What a write's refresh reads (``rowids``) and what a put keeps are the same everywhere."""
+    ids = memory.add_many(TURNS[:3])
+    store = store_of(memory)
+    first, second, third = (store.ids.parse(t) for t in ids)
+    rows = store.trace_signals(memory.scope, rowids=[third, first])
+    assert list(rows) == [first, third] and all(rows.values())
+    assert store.trace_signals(memory.scope, missing_only=True, rowids=[second]) == {}
+    assert store.trace_signals(memory.scope, rowids=[]) == {}
+    memory.delete(ids[2])
+    # signals computed before the delete, put after it: only the live trace's row is kept
+    store.put_signals(memory.scope, [(third, 1, rows[third]), (first, 1, rows[first])])
+    receipt = memory.delete_scope()
+    assert dict(receipt.rows)["trace_signals"] == 2
