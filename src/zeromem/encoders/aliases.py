@@ -22,6 +22,8 @@ a pure function of the *set* of keys (order does not matter) and contains only r
 
 from __future__ import annotations
 
+import bisect
+import functools
 from collections.abc import Iterable, Mapping
 
 from ..lexicon import MONTHS, RELATIVE_DAYS, WEEKDAY_NAMES
@@ -31,6 +33,7 @@ DOMINANCE = 5
 _CALENDAR = frozenset(MONTHS) | frozenset(WEEKDAY_NAMES) | frozenset(RELATIVE_DAYS)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a pure function of the key; a scope asks for every key on every update
 def _eligible(key: str) -> bool:
     words = key.split()
     return bool(words) and all(w.isalpha() for w in words) and not (set(words) & _CALENDAR)
@@ -71,10 +74,12 @@ def link_aliases(entities: Iterable[str], counts: Mapping[str, int] | None = Non
             full_name[key] = target
 
     links = dict(full_name)
-    for key in singles:
+    for i, key in enumerate(singles):
         if key in links or len(key) < MIN_NICKNAME_CHARS:
             continue
-        longer = [other for other in singles if other != key and other.startswith(key)]
+        # The keys that start with ``key`` follow it in sorted order, in one run: a bisect
+        # instead of a scan of every key (this runs on every graph update of a scope).
+        longer = singles[i + 1:bisect.bisect_left(singles, key + "\U0010ffff", i + 1)]
         target = _unique(longer, counts)
         if target is not None:
             links[key] = full_name.get(target, target)

@@ -15,6 +15,13 @@ class TurnTitles:
     def __init__(self) -> None:
         self._of: dict[int, str] = {}
         self._slots: dict[str, set[int]] = {}
+        self._changes = 0
+        self._changed_at: dict[str, int] = {}  # key → the change count when its slots last moved
+
+    def changed_at(self, key: str) -> int:
+        """A number that moves whenever the slots (or written titles) under ``key`` change: a
+        reader caches what it derived from a key and redoes only the keys that moved."""
+        return self._changed_at.get(key, 0)
 
     def of(self, slot: int) -> str | None:
         """The title of a turn slot's trace, if it has one."""
@@ -33,6 +40,7 @@ class TurnTitles:
         old = self._of.pop(slot, None)
         if old is not None:
             key = normalize_title(old)
+            self._moved(key)
             slots = self._slots.get(key)
             if slots is not None:
                 slots.discard(slot)
@@ -40,8 +48,13 @@ class TurnTitles:
                     del self._slots[key]
         key = normalize_title(title) if title else ""
         if title and key:
+            self._moved(key)
             self._of[slot] = title
             self._slots.setdefault(key, set()).add(slot)
+
+    def _moved(self, key: str) -> None:
+        self._changes += 1
+        self._changed_at[key] = self._changes
 
     def state(self) -> list[list]:
         """[slot, title] pairs in slot order (JSON-able)."""

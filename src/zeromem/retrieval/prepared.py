@@ -60,6 +60,8 @@ class PreparedScope:
         self._order: dict[int, tuple] = {}
         self._superseded: dict[int, int] | None = {}
         self._titles: _Titles | None = None
+        self._titles_by_key: dict[str, tuple[int, np.ndarray, np.ndarray, str]] = {}  # see _title_data
+        self._titles_of: object = None  # the index's TurnTitles those entries were read from
         self._label_masks: dict[frozenset[str], tuple[int, np.ndarray]] = {}
         self.version = 0
         self.changed_since_save = 0  # turns changed since this index was last persisted
@@ -278,23 +280,32 @@ class PreparedScope:
 
     def _title_data(self) -> _Titles:
         if self._titles is None or self._titles.version != self.version:
-            index = self.index
-            nodes: dict[str, np.ndarray] = {}
-            strength: dict[str, np.ndarray] = {}
+            titles, graph = self.index.titles, self.graph
+            # A key whose slots did not move keeps what was derived from it (a write touches a
+            # few titles; the pool of an encyclopedia holds thousands).
+            before = self._titles_by_key if self._titles_of is titles else {}
+            self._titles_of = titles
+            per_key: dict[str, tuple[int, np.ndarray, np.ndarray, str]] = {}
+            for key in titles.names():
+                moved = titles.changed_at(key)
+                kept = before.get(key)
+                if kept is None or kept[0] != moved:
+                    slots = titles.slots(key)
+                    raw = [titles.of(slot) or "" for slot in slots]
+                    kept = (moved, np.asarray(slots, dtype=np.int64),
+                            np.asarray(title_strength(raw), dtype=np.float64), strip_qualifier(raw[0]))
+                per_key[key] = kept
+            self._titles_by_key = per_key
+            nodes = {key: kept[1] for key, kept in per_key.items()}
             by_entity: dict[int, list[int]] = {}
-            written: dict[str, str] = {}
-            for key in index.titles.names():
-                slots = index.titles.slots(key)
-                raw = [index.titles.of(slot) or "" for slot in slots]
-                written[key] = strip_qualifier(raw[0])
-                nodes[key] = np.asarray(slots, dtype=np.int64)
-                strength[key] = np.asarray(title_strength(raw), dtype=np.float64)
-                target = self.graph.alias.get(key, key)
-                j = self.graph.entity_index.get(target)
-                if j is not None and self.graph.entity_df[j] > 0:
-                    by_entity.setdefault(j, []).extend(slots)
+            df = graph.entity_df
+            for key, key_nodes in nodes.items():  # aliases and entity counts move with every write
+                j = graph.entity_index.get(graph.alias.get(key, key))
+                if j is not None and df[j] > 0:
+                    by_entity.setdefault(j, []).extend(key_nodes.tolist())
             longest = max((key.count(" ") + 1 for key in nodes), default=0)
-            self._titles = _Titles(self.version, nodes, strength, by_entity, written, longest)
+            self._titles = _Titles(self.version, nodes, {key: kept[2] for key, kept in per_key.items()},
+                                   by_entity, {key: kept[3] for key, kept in per_key.items()}, longest)
         return self._titles
 
     # -- persistence --------------------------------------------------------------------

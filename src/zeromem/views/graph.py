@@ -100,7 +100,10 @@ class EntityGraph:
         self.version = 0
         self.adjacency = BaseDeltaAdjacency(self)
         self._mentioned: tuple[int, int, np.ndarray] | None = None  # (version, names, mask)
+        self._mentioned_at: dict[str, int] = {}  # name → its place in the names the mask covers
+        self._recounted: set[str] = set()  # raw keys whose count changed since the last mask
         self._folding: tuple[int, LeafFolding] | None = None
+        self._alias_names: dict[str, int] | None = None  # the person counts ``alias`` was linked from
 
     # -- reads --------------------------------------------------------------------------
     @property
@@ -140,12 +143,30 @@ class EntityGraph:
         """Per name of ``entity_names`` (append-only: the scope's entities with a vector), whether
         a live turn still mentions it; made once per graph version, not once per query."""
         cached = self._mentioned
-        if cached is None or cached[0] != self.version or cached[1] != len(entity_names):
-            counts = self.raw_counts
-            mask = np.fromiter((counts.get(name, 0) > 0 for name in entity_names), dtype=bool,
-                               count=len(entity_names))
-            cached = self._mentioned = (self.version, len(entity_names), mask)
-        return cached[2]
+        if cached is not None and cached[0] == self.version and cached[1] == len(entity_names):
+            return cached[2]
+        counts = self.raw_counts
+        start = cached[1] if cached is not None and cached[1] <= len(entity_names) else 0
+        if start and (self._mentioned_at.get(entity_names[0]) != 0
+                      or self._mentioned_at.get(entity_names[start - 1]) != start - 1):
+            start = 0  # not the names the mask was made for
+        # After a write only the names it recounted, and names new to the list, can change.
+        mask = np.empty(len(entity_names), dtype=bool)
+        if start:
+            assert cached is not None
+            mask[:start] = cached[2][:start]
+            for name in self._recounted:
+                place = self._mentioned_at.get(name)
+                if place is not None and place < start:
+                    mask[place] = counts.get(name, 0) > 0
+        else:
+            self._mentioned_at = {}
+        fresh = entity_names[start:]
+        mask[start:] = np.fromiter((counts.get(name, 0) > 0 for name in fresh), dtype=bool, count=len(fresh))
+        self._mentioned_at.update((name, start + i) for i, name in enumerate(fresh))
+        self._recounted = set()
+        self._mentioned = (self.version, len(entity_names), mask)
+        return mask
 
     def turns_of_entities(self, entity_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """(turn slots, count per entity): each entity's live turns, ascending, entity by entity."""
@@ -225,7 +246,9 @@ class EntityGraph:
                 self._count_raw(index.mentions_of(slot), +1)
         old_alias = self.alias
         names = {k: c for k, c in self.person_counts.items() if c > 0}
-        self.alias = link_aliases(sorted(names), names)
+        if names != self._alias_names:  # the links are a function of these counts alone
+            self.alias = link_aliases(sorted(names), names)
+            self._alias_names = names
         relinked: set[int] = set()
         changed = [k for k in set(old_alias) | set(self.alias) if old_alias.get(k) != self.alias.get(k)]
         if changed:
@@ -264,6 +287,7 @@ class EntityGraph:
     def _count_raw(self, mentions: list[tuple[str, str, int]], sign: int) -> None:
         for entity, label, c in mentions:
             self.raw_counts[entity] += sign * c
+            self._recounted.add(entity)
             if label in ALIAS_LABELS:
                 self.person_counts[entity] += sign * c
 
