@@ -8,6 +8,7 @@ import numpy as np
 
 from internals import retriever_of
 from zeromem import Memory
+from zeromem.encoders.aliases import link_aliases
 
 PARAGRAPHS = [
     ("Ed Wood (film)", "Ed Wood is a 1994 film directed by Tim Burton about Ed Wood."),
@@ -23,6 +24,11 @@ def _fresh_titles(prep):
     fresh = (prep.titles, prep.title_strength, prep.title_written, prep.titled_turns, prep.title_words)
     prep._titles = None
     return fresh
+
+
+def _links_from_scratch(graph):
+    names = {k: c for k, c in graph.person_counts.items() if c > 0}
+    return link_aliases(sorted(names), names)
 
 
 def _same(a, b):
@@ -55,4 +61,12 @@ def test_titles_and_mentioned_names_kept_across_writes_equal_a_fresh_derivation(
             names = prep.index.entity_names
             counts = prep.graph.raw_counts
             assert prep.graph.mentioned_mask(names).tolist() == [counts.get(n, 0) > 0 for n in names]
+            assert prep.graph.alias == _links_from_scratch(prep.graph)
         assert "sinister" in prep.titles and "scott derrickson" not in prep.titles
+        assert prep.graph.alias  # some name was linked ("burton" → "tim burton")
+    with Memory(tmp_path / "m.db", user="u") as again:  # from the snapshot the close wrote
+        again.search("Who is Ed?")
+        again.add("Ed and Tim Burton met Scott Derrickson.", session="p12")
+        again.search("Who is Ed?")
+        graph = retriever_of(again).prepared(again.scope).graph
+        assert graph.alias == _links_from_scratch(graph)

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from ..lexicon import MONTHS, RELATIVE_DAYS, WEEKDAY_NAMES
 
 MIN_NICKNAME_CHARS = 3
+BULK_CHANGES = 256  # ``AliasLinks``: more changed keys than this (and a quarter of all) relink all
 DOMINANCE = 5
 _CALENDAR = frozenset(MONTHS) | frozenset(WEEKDAY_NAMES) | frozenset(RELATIVE_DAYS)
 
@@ -84,3 +85,105 @@ def link_aliases(entities: Iterable[str], counts: Mapping[str, int] | None = Non
         if target is not None:
             links[key] = full_name.get(target, target)
     return dict(sorted(links.items()))
+
+
+class AliasLinks:
+    """``link_aliases(keys, counts)`` kept up to date as counts change, in time that follows
+    the change, not the number of keys.
+
+    A key's link depends only on the keys that extend it (its first word's full names, the
+    longer one-word keys it prefixes, and those keys' full names), so a changed key can move
+    only the links of the one-word prefixes of its first word: those are recomputed. After
+    every ``update``, ``links`` equals ``link_aliases`` of the keys with a positive count
+    (property-tested in tests/test_aliases_incremental.py).
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}  # eligible keys with a positive count
+        self._singles: list[str] = []  # the one-word ones, sorted
+        self._single_set: set[str] = set()
+        self._by_first: dict[str, list[str]] = {}  # first word → multi-word keys, sorted
+        self._full_name: dict[str, str] = {}
+        self.links: dict[str, str] = {}
+
+    def update(self, counts: Mapping[str, int], changed: Iterable[str]) -> set[str]:
+        """Take the current ``counts`` (of every key) for the ``changed`` keys; return the keys
+        whose link moved. Many changes at once (a first build, an import) relink from scratch."""
+        changed = list(changed)
+        if len(changed) > max(BULK_CHANGES, len(self._counts) // 4):
+            return self._rebuild(counts)
+        firsts: set[str] = set()
+        for key in changed:
+            if not _eligible(key):
+                continue
+            count = counts.get(key, 0)
+            had = key in self._counts
+            if count > 0:
+                self._counts[key] = count
+            else:
+                self._counts.pop(key, None)
+            first = key.split(" ", 1)[0]
+            firsts.add(first)
+            if (count > 0) == had:
+                continue
+            if " " in key:
+                group = self._by_first.setdefault(first, [])
+                if had:
+                    group.remove(key)
+                    if not group:
+                        del self._by_first[first]
+                else:
+                    bisect.insort(group, key)
+            elif had:
+                self._singles.pop(bisect.bisect_left(self._singles, key))
+                self._single_set.discard(key)
+            else:
+                bisect.insort(self._singles, key)
+                self._single_set.add(key)
+        affected = sorted({word[:n] for word in firsts for n in range(1, len(word) + 1)
+                           if word[:n] in self._single_set or word[:n] in self.links})
+        for key in affected:
+            target = (_unique(self._by_first.get(key, []), self._counts)
+                      if key in self._single_set else None)
+            if target is None:
+                self._full_name.pop(key, None)
+            else:
+                self._full_name[key] = target
+        moved = set()
+        for key in affected:
+            link = self._link_of(key)
+            if link != self.links.get(key):
+                moved.add(key)
+                if link is None:
+                    del self.links[key]
+                else:
+                    self.links[key] = link
+        return moved
+
+    def _rebuild(self, counts: Mapping[str, int]) -> set[str]:
+        self._counts = {k: c for k, c in counts.items() if c > 0 and _eligible(k)}
+        self._singles = sorted(k for k in self._counts if " " not in k)
+        self._single_set = set(self._singles)
+        self._by_first = {}
+        for key in sorted(k for k in self._counts if " " in k):
+            self._by_first.setdefault(key.split(" ", 1)[0], []).append(key)
+        self._full_name = {}
+        for key in self._singles:
+            target = _unique(self._by_first.get(key, []), self._counts)
+            if target is not None:
+                self._full_name[key] = target
+        before = self.links
+        self.links = {key: link for key in self._singles if (link := self._link_of(key)) is not None}
+        return {k for k in set(before) | set(self.links) if before.get(k) != self.links.get(k)}
+
+    def _link_of(self, key: str) -> str | None:
+        if key not in self._single_set:
+            return None
+        if key in self._full_name:
+            return self._full_name[key]
+        if len(key) < MIN_NICKNAME_CHARS:
+            return None
+        start = bisect.bisect_left(self._singles, key) + 1
+        longer = self._singles[start:bisect.bisect_left(self._singles, key + "\U0010ffff", start)]
+        target = _unique(longer, self._counts)
+        return None if target is None else self._full_name.get(target, target)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..encoders.aliases import link_aliases
+from ..encoders.aliases import AliasLinks
 from ..encoders.entities import normalize_title
 from ..indexes.growable import Growable
 from ..indexes.int8_rows import top_cosines
@@ -103,7 +103,9 @@ class EntityGraph:
         self._mentioned_at: dict[str, int] = {}  # name → its place in the names the mask covers
         self._recounted: set[str] = set()  # raw keys whose count changed since the last mask
         self._folding: tuple[int, LeafFolding] | None = None
-        self._alias_names: dict[str, int] | None = None  # the person counts ``alias`` was linked from
+        self._links = AliasLinks()  # ``alias``, kept up to date name by name
+        # person keys recounted since the links were last updated (None: all of them, after a load)
+        self._person_changed: set[str] | None = set()
 
     # -- reads --------------------------------------------------------------------------
     @property
@@ -206,6 +208,7 @@ class EntityGraph:
         graph.n_live_turns = int(facts["n_live_turns"])
         graph.raw_counts = Counter(facts["raw_counts"])
         graph.person_counts = Counter(facts["person_counts"])
+        graph._person_changed = None  # the links are rebuilt from the counts at the first update
         graph.key_counts = Counter(facts["key_counts"])
         graph.edge_ids = Ragged(np.int64, arrays["edge_ids_ptr"], arrays["edge_ids"])
         graph.edge_weights = Ragged(np.float64, arrays["edge_weights_ptr"], arrays["edge_weights"])
@@ -245,12 +248,17 @@ class EntityGraph:
             if alive[slot]:
                 self._count_raw(index.mentions_of(slot), +1)
         old_alias = self.alias
-        names = {k: c for k, c in self.person_counts.items() if c > 0}
-        if names != self._alias_names:  # the links are a function of these counts alone
-            self.alias = link_aliases(sorted(names), names)
-            self._alias_names = names
+        if self._person_changed is None:  # loaded from a snapshot: link every name once
+            self._links = AliasLinks()
+            self._links.update(self.person_counts, sorted(self.person_counts))
+            self.alias = dict(self._links.links)
+            changed = [k for k in set(old_alias) | set(self.alias) if old_alias.get(k) != self.alias.get(k)]
+        else:
+            changed = sorted(self._links.update(self.person_counts, sorted(self._person_changed)))
+            if changed:  # a new dict: ``old_alias`` keeps the links the old counts were keyed with
+                self.alias = dict(self._links.links)
+        self._person_changed = set()
         relinked: set[int] = set()
-        changed = [k for k in set(old_alias) | set(self.alias) if old_alias.get(k) != self.alias.get(k)]
         if changed:
             # A turn whose bucket used a changed key has an edge to that key's old target.
             targets = {old_alias.get(key, key) for key in changed}
@@ -290,6 +298,8 @@ class EntityGraph:
             self._recounted.add(entity)
             if label in ALIAS_LABELS:
                 self.person_counts[entity] += sign * c
+                if self._person_changed is not None:
+                    self._person_changed.add(entity)
 
     def _title_turns(self, index: ScopeIndex, key: str) -> set[int]:
         """Turns whose trace's title is ``key`` (or an alias of it)."""
