@@ -37,11 +37,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..blas import one_blas_thread
 from ..errors import ModelUnavailable
 from . import entities_zh, extractors
 from .aliases import link_aliases
 from .coarse_pos import replace_attribute_ruler
-from .spacy_gemm import gemm_through_numpy, one_blas_thread
+from .spacy_gemm import gemm_through_numpy
 
 __all__ = [
     "EntityExtractor",

@@ -10,20 +10,14 @@ keeps its blis routines (``ops.cblas()``).
 
 OpenBLAS would spread each product over every core: on a 2-core machine that doubled the CPU
 for a 10 % shorter wall time while the embedder needs the other core, so the pipeline runs
-under a one-thread BLAS limit (process-wide while it runs, as the retrieval engine's search).
+under ``zeromem.blas.one_blas_thread`` (as the retrieval engine's search).
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["gemm_through_numpy", "one_blas_thread"]
-
-_controller: Any = None
-_controller_lock = threading.Lock()
+__all__ = ["gemm_through_numpy"]
 
 
 def gemm_through_numpy(nlp: Any) -> int:
@@ -44,17 +38,3 @@ def gemm_through_numpy(nlp: Any) -> int:
                 node.ops = ops
                 moved += 1
     return moved
-
-
-@contextlib.contextmanager
-def one_blas_thread() -> Iterator[None]:
-    """BLAS limited to one thread while the block runs (threadpoolctl)."""
-    global _controller
-    with _controller_lock:
-        if _controller is None:
-            from threadpoolctl import ThreadpoolController
-
-            _controller = ThreadpoolController()
-        controller = _controller
-    with controller.limit(limits=1, user_api="blas"):
-        yield

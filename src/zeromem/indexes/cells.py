@@ -15,12 +15,11 @@ settled by index.
 from __future__ import annotations
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
+from ..blas import one_blas_thread
 from .ragged import Ragged
 from .topk import top_indices
 
-_BLAS = ThreadpoolController()  # scanning the loaded libraries is slow: once per process
 ROWS_PER_CELL = 256
 PROBES = 32
 TRAIN_SAMPLE = 16_384  # rows k-means learns the centroids from
@@ -39,7 +38,7 @@ class CellIndex:
                  rows: np.ndarray | None = None) -> None:
         n = len(vectors)
         names = np.arange(n, dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
-        with _BLAS.limit(limits=1, user_api="blas"):
+        with one_blas_thread():
             self.centroids = _kmeans(vectors, max(1, n // rows_per_cell))
             cell = np.empty(n, dtype=np.int64)
             for start in range(0, n, TRAIN_SAMPLE):  # in blocks: one (block × cells) product
@@ -70,7 +69,7 @@ class CellIndex:
         """Rows written after the build join the cell of their nearest centroid."""
         if not len(rows):
             return
-        with _BLAS.limit(limits=1, user_api="blas"):
+        with one_blas_thread():
             cells = np.argmax(np.asarray(vectors, dtype=np.float32) @ self.centroids.T, axis=1)
         for row, cell in zip(np.asarray(rows).tolist(), cells.tolist()):
             self._extra.setdefault(cell, []).append(row)

@@ -33,9 +33,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..blas import one_blas_thread
 from ..encoders.coarse_pos import COMPONENT as COARSE_POS
 from ..encoders.entities import content_density, head_chars
-from ..encoders.spacy_gemm import one_blas_thread
 from ..encoders.token_count import count_budget_tokens
 from ..errors import ModelUnavailable
 from .rules import dialogue_signals

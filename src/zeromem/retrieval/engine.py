@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
+from ..blas import one_blas_thread
 from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, EncoderFailure
 from ..encoders.entities import normalize_title
@@ -106,9 +106,6 @@ class _TurnViews:
     nodes: np.ndarray | None  # the turns that were scored (None: all of them)
 
 
-_BLAS = ThreadpoolController()
-
-
 class Engine:
     def __init__(self, config: RetrievalConfig, tokenize: Callable[[str], list[str]],
                  encode_query: Callable[[str], np.ndarray]) -> None:
@@ -136,7 +133,7 @@ class Engine:
         t_enc = time.perf_counter()
         # The per-query arrays are small: a multi-threaded BLAS spends more time waking its
         # threads than computing (measured ~100x slower on a busy 2-core machine).
-        with _BLAS.limit(limits=1, user_api="blas"):
+        with one_blas_thread():
             return self._search(prep, query, qvec, t0, t_enc, k, session, as_of, allowed_rowids,
                                 GRAPH in skip, hidden_rowids, asked_on)
 
