@@ -61,30 +61,12 @@ def link_aliases(entities: Iterable[str], counts: Mapping[str, int] | None = Non
     >>> link_aliases(["caroline", "caroline smith", "mel", "melanie", "jo"])
     {'caroline': 'caroline smith', 'mel': 'melanie'}
     """
-    keys = {k for k in entities if _eligible(k) and (counts is None or counts.get(k, 0) > 0)}
-    singles = sorted(k for k in keys if " " not in k)
-    multis = sorted(k for k in keys if " " in k)
-
-    full_name: dict[str, str] = {}
-    by_first: dict[str, list[str]] = {}
-    for key in multis:
-        by_first.setdefault(key.split(" ", 1)[0], []).append(key)
-    for key in singles:
-        target = _unique(by_first.get(key, []), counts)
-        if target is not None:
-            full_name[key] = target
-
-    links = dict(full_name)
-    for i, key in enumerate(singles):
-        if key in links or len(key) < MIN_NICKNAME_CHARS:
-            continue
-        # The keys that start with ``key`` follow it in sorted order, in one run: a bisect
-        # instead of a scan of every key (this runs on every graph update of a scope).
-        longer = singles[i + 1:bisect.bisect_left(singles, key + "\U0010ffff", i + 1)]
-        target = _unique(longer, counts)
-        if target is not None:
-            links[key] = full_name.get(target, target)
-    return dict(sorted(links.items()))
+    # Without counts every key weighs the same, and equal weights never make a candidate
+    # dominant: ambiguity then means no link, as the rules say.
+    weights = {k: 1 if counts is None else counts.get(k, 0) for k in entities}
+    links = AliasLinks()
+    links.rebuild(weights)
+    return dict(sorted(links.links.items()))
 
 
 class AliasLinks:
@@ -111,7 +93,7 @@ class AliasLinks:
         whose link moved. Many changes at once (a first build, an import) relink from scratch."""
         changed = list(changed)
         if len(changed) > max(BULK_CHANGES, len(self._counts) // 4):
-            return self._rebuild(counts)
+            return self.rebuild(counts)
         firsts: set[str] = set()
         for key in changed:
             if not _eligible(key):
@@ -160,7 +142,8 @@ class AliasLinks:
                     self.links[key] = link
         return moved
 
-    def _rebuild(self, counts: Mapping[str, int]) -> set[str]:
+    def rebuild(self, counts: Mapping[str, int]) -> set[str]:
+        """Link every key of ``counts`` from scratch; return the keys whose link moved."""
         self._counts = {k: c for k, c in counts.items() if c > 0 and _eligible(k)}
         self._singles = sorted(k for k in self._counts if " " not in k)
         self._single_set = set(self._singles)
@@ -173,17 +156,21 @@ class AliasLinks:
             if target is not None:
                 self._full_name[key] = target
         before = self.links
-        self.links = {key: link for key in self._singles if (link := self._link_of(key)) is not None}
+        self.links = {key: link for i, key in enumerate(self._singles)
+                      if (link := self._link_of(key, i)) is not None}
         return {k for k in set(before) | set(self.links) if before.get(k) != self.links.get(k)}
 
-    def _link_of(self, key: str) -> str | None:
+    def _link_of(self, key: str, at: int | None = None) -> str | None:
+        """``key``'s link: its full name, else the one longer one-word key it is a nickname of
+        (and that key's full name); ``at``: its place in the sorted one-word keys, if known."""
         if key not in self._single_set:
             return None
         if key in self._full_name:
             return self._full_name[key]
         if len(key) < MIN_NICKNAME_CHARS:
             return None
-        start = bisect.bisect_left(self._singles, key) + 1
+        # The keys that start with ``key`` follow it in sorted order, in one run.
+        start = (bisect.bisect_left(self._singles, key) if at is None else at) + 1
         longer = self._singles[start:bisect.bisect_left(self._singles, key + "\U0010ffff", start)]
         target = _unique(longer, self._counts)
         return None if target is None else self._full_name.get(target, target)

@@ -208,6 +208,7 @@ class EntityGraph:
         graph.n_live_turns = int(facts["n_live_turns"])
         graph.raw_counts = Counter(facts["raw_counts"])
         graph.person_counts = Counter(facts["person_counts"])
+        graph._links.links = dict(graph.alias)  # what moves at the first update is measured from these
         graph._person_changed = None  # the links are rebuilt from the counts at the first update
         graph.key_counts = Counter(facts["key_counts"])
         graph.edge_ids = Ragged(np.int64, arrays["edge_ids_ptr"], arrays["edge_ids"])
@@ -249,14 +250,11 @@ class EntityGraph:
                 self._count_raw(index.mentions_of(slot), +1)
         old_alias = self.alias
         if self._person_changed is None:  # loaded from a snapshot: link every name once
-            self._links = AliasLinks()
-            self._links.update(self.person_counts, sorted(self.person_counts))
-            self.alias = dict(self._links.links)
-            changed = [k for k in set(old_alias) | set(self.alias) if old_alias.get(k) != self.alias.get(k)]
+            changed = sorted(self._links.rebuild(self.person_counts))
         else:
             changed = sorted(self._links.update(self.person_counts, sorted(self._person_changed)))
-            if changed:  # a new dict: ``old_alias`` keeps the links the old counts were keyed with
-                self.alias = dict(self._links.links)
+        if changed:  # a new dict: ``old_alias`` keeps the links the old counts were keyed with
+            self.alias = dict(self._links.links)
         self._person_changed = set()
         relinked: set[int] = set()
         if changed:
