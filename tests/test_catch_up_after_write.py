@@ -60,7 +60,8 @@ def test_titles_and_mentioned_names_kept_across_writes_equal_a_fresh_derivation(
             assert all(_same(a, b) for a, b in zip(kept, _fresh_titles(prep)))
             names = prep.index.entity_names
             counts = prep.graph.raw_counts
-            assert prep.graph.mentioned_mask(names).tolist() == [counts.get(n, 0) > 0 for n in names]
+            mask = prep.graph.mentioned_mask(names, prep.index.entity_row)
+            assert mask.tolist() == [counts.get(n, 0) > 0 for n in names]
             assert prep.graph.alias == _links_from_scratch(prep.graph)
         assert "sinister" in prep.titles and "scott derrickson" not in prep.titles
         assert prep.graph.alias  # some name was linked ("burton" → "tim burton")

@@ -11,7 +11,7 @@ reads the stationary mass on the turns.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -99,8 +99,8 @@ class EntityGraph:
         self.n_live_turns = 0
         self.version = 0
         self.adjacency = BaseDeltaAdjacency(self)
-        self._mentioned: tuple[int, int, np.ndarray] | None = None  # (version, names, mask)
-        self._mentioned_at: dict[str, int] = {}  # name → its place in the names the mask covers
+        # (version, the names list, how many of its names, mask) of the last mentioned_mask
+        self._mentioned: tuple[int, Sequence[str], int, np.ndarray] | None = None
         self._recounted: set[str] = set()  # raw keys whose count changed since the last mask
         self._folding: tuple[int, LeafFolding] | None = None
         self._links = AliasLinks()  # ``alias``, kept up to date name by name
@@ -141,33 +141,27 @@ class EntityGraph:
             cached = self._folding = (self.version, LeafFolding.build(*self.parts()))
         return cached[1]
 
-    def mentioned_mask(self, entity_names: Sequence[str]) -> np.ndarray:
-        """Per name of ``entity_names`` (append-only: the scope's entities with a vector), whether
-        a live turn still mentions it; made once per graph version, not once per query."""
+    def mentioned_mask(self, entity_names: Sequence[str], rows: Mapping[str, int]) -> np.ndarray:
+        """Per name of ``entity_names`` (append-only: the scope's entities with a vector; ``rows``
+        gives each name's place in it), whether a live turn still mentions it; made once per
+        graph version, and after a write only at the names it recounted and the new names."""
         cached = self._mentioned
-        if cached is not None and cached[0] == self.version and cached[1] == len(entity_names):
-            return cached[2]
+        start = cached[2] if cached is not None and cached[1] is entity_names else 0
+        if cached is not None and start and cached[0] == self.version and start == len(entity_names):
+            return cached[3]
         counts = self.raw_counts
-        start = cached[1] if cached is not None and cached[1] <= len(entity_names) else 0
-        if start and (self._mentioned_at.get(entity_names[0]) != 0
-                      or self._mentioned_at.get(entity_names[start - 1]) != start - 1):
-            start = 0  # not the names the mask was made for
-        # After a write only the names it recounted, and names new to the list, can change.
         mask = np.empty(len(entity_names), dtype=bool)
         if start:
             assert cached is not None
-            mask[:start] = cached[2][:start]
+            mask[:start] = cached[3][:start]
             for name in self._recounted:
-                place = self._mentioned_at.get(name)
+                place = rows.get(name)
                 if place is not None and place < start:
                     mask[place] = counts.get(name, 0) > 0
-        else:
-            self._mentioned_at = {}
         fresh = entity_names[start:]
         mask[start:] = np.fromiter((counts.get(name, 0) > 0 for name in fresh), dtype=bool, count=len(fresh))
-        self._mentioned_at.update((name, start + i) for i, name in enumerate(fresh))
         self._recounted = set()
-        self._mentioned = (self.version, len(entity_names), mask)
+        self._mentioned = (self.version, entity_names, len(entity_names), mask)
         return mask
 
     def turns_of_entities(self, entity_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -377,7 +371,7 @@ def align_entities(graph: EntityGraph, query_ngrams: list[str], query_vec: np.nd
     if query_vec is not None and len(entity_names):
         # names nobody mentions any more (their last turn was deleted) align with nothing
         cos = top_cosines(index.entity_matrix(), index.entity_int8, query_vec, DENSE_ALIGN_TOP,
-                          DENSE_ALIGN_MIN_COS, graph.mentioned_mask(entity_names))
+                          DENSE_ALIGN_MIN_COS, graph.mentioned_mask(entity_names, index.entity_row))
         # only rows that reach the floor can align: the selection runs over those (a handful),
         # not over every row of the scope
         close = np.flatnonzero(cos >= DENSE_ALIGN_MIN_COS)
