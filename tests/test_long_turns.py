@@ -135,11 +135,12 @@ def test_sentiment_and_density_read_the_head():
 
 def test_density_of_a_text_written_again_is_not_tagged_again():
     """A repeated text's mentions come from the store (no NER pass to remember its tags): the
-    analyzer keeps the densities it tagged itself, and they equal a fresh tagging."""
+    analyzer hands the densities it tags to the extractor's memory, and they equal a fresh
+    tagging."""
     from zeromem.encoders.factory import load_extractor
 
     extractor = load_extractor(Config().encoders)
-    analyzer = SignalAnalyzer(extractor.nlp)
+    analyzer = SignalAnalyzer(extractor.nlp, extractor.density, remember_density=extractor.remember_density)
     first = analyzer.analyze(SENTENCES, [0] * len(SENTENCES))
     tagged = []
     real_pipe = analyzer.nlp.pipe

@@ -264,11 +264,16 @@ class EntityExtractor:
         with self._density_lock:
             return self._densities.get(text)
 
-    def _remember_density(self, doc: Any, text: str) -> None:
+    def remember_density(self, text: str, density: float) -> None:
+        """Keep the density of a text tagged elsewhere with this pipeline's tagger (the
+        lifecycle tags texts whose mentions came from the store), for ``density``."""
         with self._density_lock:
-            self._densities[text] = content_density(t.pos_ for t in doc)
+            self._densities[text] = density
             while len(self._densities) > _DENSITY_MEMORY:
                 self._densities.popitem(last=False)
+
+    def _remember_density(self, doc: Any, text: str) -> None:
+        self.remember_density(text, content_density(t.pos_ for t in doc))
 
     def _mentions(self, doc: Any, text: str) -> list[Mention]:
         """Mentions in ``text``, ``doc`` being spaCy's parse of its head (same offsets)."""

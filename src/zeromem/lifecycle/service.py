@@ -127,7 +127,8 @@ class Lifecycle:
             encoders.load(NER)
             extractor = encoders.extractor
             self._analyzer = SignalAnalyzer(extractor.nlp, getattr(extractor, "density", None),
-                                            getattr(extractor, "max_chars", None))
+                                            getattr(extractor, "max_chars", None),
+                                            getattr(extractor, "remember_density", None))
         return self._analyzer
 
     # -- active memory ------------------------------------------------------------------

@@ -6,8 +6,8 @@
   extractor remembers the densities of the texts it tagged last (``EntityExtractor.density``):
   on the write path the lifecycle runs no spaCy of its own; texts tagged by another process
   (a restart, a rebuild of signals) are tagged here again, with the same tagger, and their
-  densities kept (``_TAGGED_MEMORY`` texts): a text written again — whose mentions the indexer
-  reuses from the store, so NER does not tag it — is not tagged twice. Han text
+  densities handed back to the extractor's memory: a text written again — whose mentions the
+  indexer reuses from the store, so NER does not tag it — is not tagged twice. Han text
   (no Chinese spaCy pipeline installs offline): ``jieba.posseg`` tags instead (n*, v*, a*
   count as content words).
 - sentiment magnitude |S| = |VADER compound| (``vaderSentiment`` ships its lexicon).
@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +39,6 @@ from ..encoders.token_count import count_budget_tokens
 from ..errors import ModelUnavailable
 from .rules import dialogue_signals
 
-_TAGGED_MEMORY = 4096  # densities this analyzer tagged itself, least recently used dropped
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _ENTITY_LABELS_SKIPPED = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "PERCENT", "MONEY",
                                     "QUANTITY", "NOUN_PHRASE"})
@@ -78,14 +76,15 @@ class SignalAnalyzer:
     extractor loaded (only its tagger runs here); VADER loads on first use."""
 
     def __init__(self, nlp: Any, known_density: Callable[[str], float | None] | None = None,
-                 max_chars: int | None = None) -> None:
+                 max_chars: int | None = None,
+                 remember_density: Callable[[str, float], None] | None = None) -> None:
         self.nlp = nlp
         self.max_chars = max_chars  # the tagger and VADER read a text's head, as NER does
         self._known = known_density or (lambda text: None)
+        self._remember = remember_density or (lambda text, density: None)
         self._tagging = tuple(p for p in _TAGGING if p in getattr(nlp, "pipe_names", ()))
         self._vader: Any = None
         self._lock = threading.Lock()
-        self._tagged: OrderedDict[str, float] = OrderedDict()  # head text -> density, tagged here
 
     def analyze(self, texts: Sequence[str], entity_counts: Sequence[int]) -> list[TraceSignals]:
         """Signals of each text; ``entity_counts[i]`` is the NER mention count of text i."""
@@ -102,19 +101,11 @@ class SignalAnalyzer:
         out: list[float | None] = [None if _HAN.search(t) else self._known(t) for t in texts]
         todo = [i for i, t in enumerate(texts) if out[i] is None and not _HAN.search(t)]
         if todo:  # not tagged by this process's NER pass (e.g. stored before a restart)
-            with self._lock:
-                heads = {i: head_chars(texts[i], self.max_chars) for i in todo}
-                for i in todo:
-                    out[i] = self._tagged.get(heads[i])
-                    if out[i] is not None:
-                        self._tagged.move_to_end(heads[i])
-                todo = [i for i in todo if out[i] is None]
-                if todo:
-                    with self.nlp.select_pipes(enable=list(self._tagging)), one_blas_thread():
-                        for i, doc in zip(todo, self.nlp.pipe([heads[i] for i in todo], batch_size=64)):
-                            out[i] = self._tagged[heads[i]] = content_density(t.pos_ for t in doc)
-                    while len(self._tagged) > _TAGGED_MEMORY:
-                        self._tagged.popitem(last=False)
+            with self._lock, self.nlp.select_pipes(enable=list(self._tagging)), one_blas_thread():
+                heads = [head_chars(texts[i], self.max_chars) for i in todo]
+                for i, doc in zip(todo, self.nlp.pipe(heads, batch_size=64)):
+                    density = out[i] = content_density(t.pos_ for t in doc)
+                    self._remember(texts[i], density)
         return [_han_density(t) if value is None else value for t, value in zip(texts, out)]
 
     def _sentiment(self) -> Any:
