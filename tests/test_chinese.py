@@ -83,6 +83,16 @@ def test_question_focus_keeps_the_question_sentences():
     assert question_focus("I am tired. Where are my keys?") == "I am tired. Where are my keys?"
 
 
+def test_a_sentence_quoted_without_quote_marks_stays_in_its_question():
+    # no sentence opens with the particle 的 or a comma: the 。 is inside the question
+    question = "那个主要内容是参观老街，品尝小吃。的活动，地点在哪里？"
+    assert sentences(question) == [question]
+    assert question_focus("今天好累。" + question) == question
+    assert sentences("好的。，然后呢？") == ["好的。，然后呢？"]
+    # 的确 ("indeed") is a word of its own: that sentence stands alone
+    assert sentences("天气不错。的确很好。") == ["天气不错。", "的确很好。"]
+
+
 def test_jieba_entities():
     text = "我的邻居王小明在杭州开了一家咖啡馆，深圳国际会展中心下周有展览。"
     found = {(text[a:b], label) for a, b, label in entities_zh.han_spans(text)}

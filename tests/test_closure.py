@@ -146,3 +146,33 @@ def test_an_answer_reached_twice_keeps_the_better_offer():
     # 2 answers the question after 0 (0.75 × 1.0) and is the reply to primary 3's context (0.35 × 0.5)
     out = _run([0, 3], [1.0, 0.0, 0.0, 0.5], [0, 0, 0, 0], question_like=[False, True, False, False])
     assert out[2][0] == pytest.approx(C.ANSWER_AFTER_QUESTION_DECAY)
+
+
+def _hop(primary, scores, link, residual, targets):
+    n = len(scores)
+    next_turn, prev_turn = session_neighbours(list(range(n)))  # one turn per session: no neighbours
+    return closure_candidates(
+        primary, np.asarray(scores, dtype=float), session=np.arange(n),
+        question_like=np.zeros(n, dtype=bool), unit_entities=[[] for _ in range(n)],
+        entity_df=np.zeros(1), turns_of_entities=entity_turns([[] for _ in range(n)]),
+        next_turn=next_turn, prev_turn=prev_turn, neighbours=0, bridges=0,
+        residual=lambda s, t: residual[s][t], link=lambda s, t: link[s][t], hop_targets=targets)
+
+
+def test_a_subject_hop_needs_both_the_shared_subject_and_the_open_part_of_the_query():
+    # 0 is the first hop; 1 shares its subject and holds what it leaves open; 2 holds the open
+    # part about another subject; 3 repeats the subject and adds nothing the query asks
+    link = {0: {1: 0.8, 2: 0.0, 3: 0.9}}
+    residual = {0: {1: 1.0, 2: 1.0, 3: 0.0}}
+    out = _hop([0], [0.5, 0.1, 0.2, 0.0], link, residual, [1, 2, 3, 0])
+    assert set(out) == {1}
+    assert out[1] == (pytest.approx(C.SUBJECT_HOP_DECAY * 0.5 * 0.8), "shares a subject with 0")
+
+
+def test_no_subject_hop_without_a_link():
+    out = closure_candidates(
+        [0], np.array([1.0, 0.5]), session=np.arange(2), question_like=np.zeros(2, dtype=bool),
+        unit_entities=[[], []], entity_df=np.zeros(1), turns_of_entities=entity_turns([[], []]),
+        next_turn=np.full(2, -1), prev_turn=np.full(2, -1), neighbours=0, bridges=0,
+        residual=lambda s, t: 1.0, hop_targets=[1])
+    assert out == {}

@@ -51,6 +51,10 @@ class RetrievalConfig:
     # nowhere and cost a tuned or held-out half (docs/decisions.md#d-024). Title hops do not depend on it.
     closure_graph_bridges: int = 0
     closure_neighbours: int = 1
+    # A question that defines what it asks about through something else ("the event that lasts
+    # five weeks: where is it?") also takes the turns sharing a top candidate's subject that
+    # hold what it leaves open (closure.py; docs/decisions.md#d-051).
+    closure_subject_hops: bool = True
     session_diversity: float = 1.0  # δ: discount per turn already taken from the same session
     question_turn_prior: float = 0.8  # relevance multiplier of a turn that ends in "?"
     coverage_gain: float = 0.2  # λ: bonus for covering query terms the evidence so far lacks

@@ -8,6 +8,9 @@
   second hop of a bridge question), and, when ``bridges`` > 0, turns that mention entities of
   two or more different primary candidates (off by default: ``RetrievalConfig.
   closure_graph_bridges``; on the dev sets they helped nowhere, docs/decisions.md#d-024).
+- Subject hops: for a question that defines what it asks about through something else, the
+  turns that share the subject of a top candidate (its words the query does not use) and hold
+  the part of the query it leaves open (docs/decisions.md#d-051).
 A closure unit inherits a decayed share of the score of the candidate(s) that brought it in, and
 competes with the remaining ranked turns for the budget, so closure never crowds out a better
 direct match.
@@ -31,6 +34,7 @@ BRIDGE_DECAY = 0.6
 TITLE_LINK_DECAY = 1.1  # a hop may pass its source: a well-matching page the top hit names (docs/decisions.md#d-024)
 TITLE_LINK_SOURCES = 3
 RESIDUAL_SHARE = 0.5  # of a hop target's match: the part of the query its source leaves unmatched
+SUBJECT_HOP_DECAY = 1.0  # × the source's score × link × residual (docs/decisions.md#d-051)
 
 
 def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.ndarray,
@@ -43,6 +47,8 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
                        prior: np.ndarray | None = None,
                        linking: Callable[[int], Sequence[int]] | None = None,
                        residual: Callable[[int, int], float] | None = None,
+                       link: Callable[[int, int], float] | None = None,
+                       hop_targets: Sequence[int] = (),
                        name: Callable[[int], str] = str) -> dict[int, tuple[float, str]]:
     """Closure units with their derived scores and the reason they were added.
 
@@ -56,6 +62,12 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
     contain ``target`` contains (0..1); a hop's target is judged half on it, half on its own
     ``relevance`` — the second hop answers the rest of a bridge question, not the part the
     first hop already matched.
+
+    ``link(source, target)``: how much of what ``source`` says beyond the query ``target``
+    repeats (0..1). With ``residual``, each of the first primaries hops to the ``hop_targets``
+    that share its subject and hold what it leaves open, at score × link × residual — the
+    second hop of a question that defines what it asks about through something else
+    ("the event that lasts five weeks: where is it?").
 
     ``name(node)`` labels a node in the reasons (the engine passes its trace id).
 
@@ -113,6 +125,20 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
                     if residual is not None:
                         match = (1 - RESIDUAL_SHARE) * match + RESIDUAL_SHARE * residual(node, other)
                     offer(other, TITLE_LINK_DECAY * base * (0.5 + 0.5 * match), f"named in {name(node)}")
+    if link is not None and residual is not None:
+        # The second hop through a shared subject rather than a named page: "the event that
+        # lasts five weeks — where is it?" finds "X lasts five weeks"; the turn that says where X
+        # is shares X with it (the words of the first hop the query does not use) and holds
+        # what the query asks that the first hop does not.
+        for node in primary[:TITLE_LINK_SOURCES]:
+            base = float(scores[node])
+            for other in hop_targets:
+                if other == node:
+                    continue
+                open_part = residual(node, other)
+                strength = open_part and open_part * link(node, other)  # link only where it counts
+                if strength > 0:
+                    offer(other, SUBJECT_HOP_DECAY * base * strength, f"shares a subject with {name(node)}")
     return found
 
 

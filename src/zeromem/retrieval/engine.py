@@ -157,7 +157,8 @@ class Engine:
         prior = _role_prior(prep, profile)
         score, compat = self._ranking(prep, profile, plan, views, eligible, skip_graph or small, prior)
         weights = query_term_weights(qtokens, prep.term_df, prep.n_live)  # closure and selection
-        chosen = self._candidates(prep, score, eligible, budget, prior, weights)
+        chosen = self._candidates(prep, score, eligible, budget, prior, weights,
+                                 hops=profile.bridge and cfg.closure_subject_hops)
         ranked, superseded = self._selection(prep, profile, weights, chosen, budget, as_of, eligible)
         pool = None
         if cfg.learned_ranker or cfg.export_candidates:
@@ -276,9 +277,11 @@ class Engine:
         return np.where(eligible, _settle(score), -1.0), compat
 
     def _candidates(self, prep: PreparedScope, score: np.ndarray, eligible: np.ndarray, budget: int,
-                    prior: np.ndarray | None, weights: dict[str, float]) -> dict[int, tuple[float, str]]:
+                    prior: np.ndarray | None, weights: dict[str, float],
+                    hops: bool = False) -> dict[int, tuple[float, str]]:
         """turn → (score, reason): the top-K primary turns, their closure (replies, context
-        turns, title hops, graph bridges when enabled) and the next best by score."""
+        turns, title hops, subject hops when ``hops``, graph bridges when enabled) and the next
+        best by score."""
         cfg = self.config
         primary = [int(i) for i in top_indices(score, min(cfg.top_k_primary, budget)) if score[i] > 0]
         chosen: dict[int, tuple[float, str]] = {i: (float(score[i]), "primary") for i in primary}
@@ -292,7 +295,9 @@ class Engine:
                 bridges=cfg.closure_graph_bridges, titled_turns=prep.titled_turns,
                 relevance=normalize_live(np.maximum(score, 0), prep.index.turns.live()),
                 prior=prior, linking=prep.named_entities, name=lambda node: prep.trace(node).id,
-                residual=_residual_match(weights, prep))
+                residual=_residual_match(weights, prep),
+                link=_subject_link(weights, prep) if hops else None,
+                hop_targets=[int(i) for i in top_indices(score, 3 * budget) if eligible[i]] if hops else ())
             for node, (value, reason) in extra.items():
                 if eligible[node]:
                     chosen[node] = (value, reason)
@@ -436,6 +441,27 @@ def _residual_match(weights: dict[str, float], prep: PreparedScope) -> Callable[
         total = sum(weight for _, weight in left)
         return sum(weight for term, weight in left if term in got) / total if total else 0.0
     return residual
+
+
+def _subject_link(weights: dict[str, float], prep: PreparedScope) -> Callable[[int, int], float]:
+    """link(source, target): the idf-weighted share of the words of turn ``source`` that the
+    query does not use (what ``source`` says the query's subject is) that ``target`` repeats."""
+    n = prep.n_live
+
+    def idf(term: str) -> float:
+        df = prep.term_df.get(term, 0)
+        return float(np.log(1.0 + (n - df + 0.5) / (df + 0.5)))
+
+    beyond: dict[int, tuple[dict[str, float], float]] = {}
+
+    def link(source: int, target: int) -> float:
+        if source not in beyond:
+            own = {term: idf(term) for term in sorted(prep.turn_terms[source]) if term not in weights}
+            beyond[source] = own, sum(own.values())
+        own, total = beyond[source]
+        shared = sorted(own.keys() & prep.turn_terms[target])  # summed in one order: same float
+        return sum(own[term] for term in shared) / total if total else 0.0
+    return link
 
 
 def _outermost(padded: str, keys: list[str]) -> list[str]:

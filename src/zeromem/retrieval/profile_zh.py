@@ -127,7 +127,27 @@ def sentences(text: str) -> list[str]:
             start = i + 1
     if text[start:].strip():
         out.append(text[start:])
-    return [s for s in out if s.strip()]
+    joined: list[str] = []
+    for piece in (s for s in out if s.strip()):
+        if joined and _continues(piece):
+            joined[-1] += piece
+        else:
+            joined.append(piece)
+    return joined
+
+
+_JOINS = frozenset("，,、：:")
+
+
+def _continues(piece: str) -> bool:
+    """Whether ``piece`` carries on the sentence before it: no sentence opens with a comma or
+    with the particle 的 ("那个主要内容是……。的活动在哪里？" quotes a sentence without quote
+    marks, and its 。 does not end the question)."""
+    head = piece.lstrip()
+    if not head or head[0] in _JOINS:
+        return bool(head)
+    words = entities_zh.tagged(head[:8])
+    return bool(words) and words[0][2] == "的" and words[0][3] == "uj"
 
 
 def question_focus(query: str) -> str:
