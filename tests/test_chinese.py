@@ -19,7 +19,7 @@ from zeromem.encoders.factory import (
     load_embedder,
     resolve_auto,
 )
-from zeromem.retrieval.profile import build_profile, question_focus
+from zeromem.retrieval.profile import build_profile, question_focus, question_parts
 from zeromem.retrieval.profile_zh import answer_type_zh, sentences
 
 
@@ -81,6 +81,14 @@ def test_question_focus_keeps_the_question_sentences():
     quoted = "那个口号是“快乐。健康。”的活动在哪里？"
     assert sentences(quoted) == [quoted] and question_focus("随便聊聊。" + quoted) == quoted
     assert question_focus("I am tired. Where are my keys?") == "I am tired. Where are my keys?"
+
+
+def test_question_parts_are_the_questions_of_a_message_that_asks_several():
+    both = "这个公园叫什么名字？另外，上司的电话是多少？"
+    assert question_parts(both) == ["这个公园叫什么名字？", "另外，上司的电话是多少？"]
+    assert question_parts("上司的电话是多少？") == ["上司的电话是多少？"]
+    assert question_parts("记得买牛奶。") == ["记得买牛奶。"]
+    assert question_parts("Where is it? And when?") == ["Where is it? And when?"]  # Chinese only
 
 
 def test_a_sentence_quoted_without_quote_marks_stays_in_its_question():

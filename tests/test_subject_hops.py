@@ -1,6 +1,6 @@
-"""Subject hops through the public API: a question that defines what it asks about through
-something else ("the person who has this email: where do they work?") gets the turn that
-says it about the same subject, not another subject's turn of the same kind (D-051)."""
+"""Through the public API: subject hops (a question that defines what it asks about through
+something else gets the turn that says it about the same subject, D-051) and a message that
+asks two questions getting evidence for each (D-053)."""
 
 import pytest
 
@@ -45,3 +45,34 @@ def test_the_second_hop_shares_the_first_hops_subject(tmp_path, texts, config, q
 def test_no_hop_for_a_question_about_no_defined_subject(tmp_path):
     _, reasons = _texts(tmp_path, ENGLISH, Config(), "Where does my aunt Rosa work?", 3, hops=True)
     assert not any(reason.startswith("shares a subject with") for reason in reasons)
+
+
+
+TWO_QUESTIONS = ["我去的公园是东湖公园。", "东湖公园真不错，湖边的公园步道很适合散步，公园里人也不多。",
+                 "我的上司名叫赵宇轩。", "我上司的电话是13206366146。", "我表哥的电话是13642035210。",
+                 "我同事的电话是19842342126。", "我舅舅去的公园是中山公园。", "我上司喜欢画画。"]
+
+
+def test_a_message_that_asks_two_questions_gets_each_questions_best(tmp_path):
+    question = "我去的公园叫什么？另外，我上司的电话是多少？"
+    config = Config(encoders=EncoderConfig(embedding_model="auto"))
+    with Memory(tmp_path / "parts.db", user="u", config=config) as mem:
+        mem.add_many([{"text": t} for t in TWO_QUESTIONS])
+        found = [e.text for e in mem.search(question, k=3)]
+        best = [mem.search(part, k=1)[0].text for part in ("我去的公园叫什么？", "另外，我上司的电话是多少？")]
+    assert set(best) <= set(found)
+    assert set(best) == {"我去的公园是东湖公园。", "我上司的电话是13206366146。"}
+
+
+def _item(trace_id):
+    from zeromem.types import Evidence, Provenance
+    return Evidence(trace_id=trace_id, text=trace_id, score=0.0,
+                    provenance=Provenance(trace_id, "s", None, None, None, 0))
+
+
+def test_answers_take_turns_after_the_whole_messages_best():
+    from zeromem.retrieval.engine import _taking_turns
+    whole = [_item(t) for t in "abcd"]
+    answers = [[_item(t) for t in "bef"], [_item(t) for t in "gah"]]
+    assert [e.trace_id for e in _taking_turns(whole, answers, 5)] == ["a", "b", "g", "e", "f"]
+    assert [e.trace_id for e in _taking_turns(whole, [[], []], 3)] == ["a", "b", "c"]

@@ -55,6 +55,10 @@ class RetrievalConfig:
     # five weeks: where is it?") also takes the turns sharing a top candidate's subject that
     # hold what it leaves open (closure.py; docs/decisions.md#d-051).
     closure_subject_hops: bool = True
+    # A message that asks several questions ("这个公园叫什么？另外，上司的电话是多少？") is also
+    # searched question by question, and their evidence takes turns (engine.py;
+    # docs/decisions.md#d-053).
+    answer_each_question: bool = True
     session_diversity: float = 1.0  # δ: discount per turn already taken from the same session
     question_turn_prior: float = 0.8  # relevance multiplier of a turn that ends in "?"
     coverage_gain: float = 0.2  # λ: bonus for covering query terms the evidence so far lacks

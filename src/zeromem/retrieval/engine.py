@@ -41,7 +41,7 @@ from .closure import closure_candidates
 from .fuse import fuse, normalize_live
 from .learned import shipped as learned_model
 from .prepared import PreparedScope
-from .profile import QueryProfile, build_profile, hard_terms, question_focus
+from .profile import QueryProfile, build_profile, hard_terms, question_focus, question_parts
 from .rank_features import CandidatePool, candidate_features, pool_nodes
 from .route import Route, route
 from .select import query_term_weights, select_evidence
@@ -134,8 +134,19 @@ class Engine:
         # The per-query arrays are small: a multi-threaded BLAS spends more time waking its
         # threads than computing (measured ~100x slower on a busy 2-core machine).
         with one_blas_thread():
-            return self._search(prep, query, qvec, t0, t_enc, k, session, as_of, allowed_rowids,
-                                GRAPH in skip, hidden_rowids, asked_on)
+            result = self._search(prep, query, qvec, t0, t_enc, k, session, as_of, allowed_rowids,
+                                  GRAPH in skip, hidden_rowids, asked_on)
+            parts = question_parts(query) if self.config.answer_each_question else [query]
+            if len(parts) < 2:
+                return result
+            # A message that asks two things needs evidence for both: each question is searched
+            # on its own, and their evidence takes turns after the whole message's best.
+            answers = [self._search(prep, part, None if qvec is None else self.encode_query(part), t0,
+                                    t_enc, k, session, as_of, allowed_rowids, GRAPH in skip,
+                                    hidden_rowids, asked_on).evidence for part in parts]
+        result.evidence = _taking_turns(result.evidence, answers, k)
+        result.timings["total_ms"] = (time.perf_counter() - t0) * 1000
+        return result
 
     def _search(self, prep: PreparedScope, query: str, qvec: np.ndarray | None, t0: float, t_enc: float,
                 k: int, session: str | None, as_of: dt.datetime | None,
@@ -386,6 +397,19 @@ def _settle(scores: np.ndarray) -> np.ndarray:
     than a freshly built graph, which moves a score by ~1e-16; rounding makes such near-ties
     exact ties, which are broken by slot (= trace id) order as in a fresh build."""
     return np.round(scores, 12)
+
+
+def _taking_turns(whole: list[Evidence], answers: list[list[Evidence]], k: int) -> list[Evidence]:
+    """At most ``k`` evidence items: ``whole``'s first, then each list's next in turn, then the
+    rest of ``whole``; a trace appears once, where it first comes."""
+    queue = whole[:1] + [items[rank] for rank in range(k) for items in answers if rank < len(items)] + whole[1:]
+    out: list[Evidence] = []
+    seen: set[str] = set()
+    for item in queue:
+        if item.trace_id not in seen and len(out) < k:
+            seen.add(item.trace_id)
+            out.append(item)
+    return out
 
 
 def _timings(t0: float, t_enc: float) -> dict[str, float]:

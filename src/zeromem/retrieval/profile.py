@@ -15,10 +15,11 @@ from collections.abc import Iterable
 from ..lexicon import QUESTION_LEAD_WORDS, QUESTION_WORDS, STOPWORDS
 from .profile_zh import build_profile_zh
 from .profile_zh import question_focus as question_focus_zh
+from .profile_zh import question_parts as question_parts_zh
 from .query_profile import QueryProfile, time_cues
 
 __all__ = ["ANSWER_TYPES", "QueryProfile", "about_asker", "answer_labels", "answer_type", "build_profile",
-           "hard_terms", "query_names", "question_focus", "time_cues"]
+           "hard_terms", "query_names", "question_focus", "question_parts", "time_cues"]
 
 _WORD = re.compile(r"[\w][\w'’-]*", re.UNICODE)
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -152,6 +153,14 @@ def question_focus(query: str) -> str:
     if _HAN.search(query):
         return question_focus_zh(query)
     return query
+
+
+def question_parts(query: str) -> list[str]:
+    """The questions of a message that asks several, each on its own (Chinese: its question
+    sentences, ``profile_zh.question_parts``); otherwise ``[query]``."""
+    if _HAN.search(query):
+        return question_parts_zh(query)
+    return [query]
 
 
 def build_profile(query: str, speakers: Iterable[str], asked_at: dt.date | None = None) -> QueryProfile:

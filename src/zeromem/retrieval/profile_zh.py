@@ -162,3 +162,10 @@ def question_focus(query: str) -> str:
     if not asking or len(asking) == len(parts):
         return query
     return "".join(asking).strip()
+
+
+def question_parts(query: str) -> list[str]:
+    """The questions of a message that asks more than one ("这个公园叫什么？另外，上司的电话是多少？"),
+    each on its own; one question, or none: ``[query]``."""
+    asking = [s.strip() for s in sentences(query) if _ASKS.search(s)]
+    return asking if len(asking) > 1 else [query]
