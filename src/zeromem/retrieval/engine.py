@@ -124,12 +124,7 @@ class Engine:
         ``"dense"``)."""
         t0 = time.perf_counter()
         query = question_focus(query)  # a message's question, not the statements around it
-        qvec = None
-        if DENSE not in skip:
-            try:
-                qvec = self.encode_query(query)
-            except Exception as exc:  # whatever broke, the embedder is down
-                raise EncoderFailure(EMBEDDER, exc) from exc
+        qvec = None if DENSE in skip else self._query_vector(query)
         t_enc = time.perf_counter()
         # The per-query arrays are small: a multi-threaded BLAS spends more time waking its
         # threads than computing (measured ~100x slower on a busy 2-core machine).
@@ -141,12 +136,18 @@ class Engine:
                 return result
             # A message that asks two things needs evidence for both: each question is searched
             # on its own, and their evidence takes turns after the whole message's best.
-            answers = [self._search(prep, part, None if qvec is None else self.encode_query(part), t0,
+            answers = [self._search(prep, part, None if qvec is None else self._query_vector(part), t0,
                                     t_enc, k, session, as_of, allowed_rowids, GRAPH in skip,
                                     hidden_rowids, asked_on).evidence for part in parts]
         result.evidence = _taking_turns(result.evidence, answers, k)
         result.timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return result
+
+    def _query_vector(self, text: str) -> np.ndarray:
+        try:
+            return self.encode_query(text)
+        except Exception as exc:  # whatever broke, the embedder is down
+            raise EncoderFailure(EMBEDDER, exc) from exc
 
     def _search(self, prep: PreparedScope, query: str, qvec: np.ndarray | None, t0: float, t_enc: float,
                 k: int, session: str | None, as_of: dt.datetime | None,
@@ -470,17 +471,12 @@ def _residual_match(weights: dict[str, float], prep: PreparedScope) -> Callable[
 def _subject_link(weights: dict[str, float], prep: PreparedScope) -> Callable[[int, int], float]:
     """link(source, target): the idf-weighted share of the words of turn ``source`` that the
     query does not use (what ``source`` says the query's subject is) that ``target`` repeats."""
-    n = prep.n_live
-
-    def idf(term: str) -> float:
-        df = prep.term_df.get(term, 0)
-        return float(np.log(1.0 + (n - df + 0.5) / (df + 0.5)))
-
     beyond: dict[int, tuple[dict[str, float], float]] = {}
 
     def link(source: int, target: int) -> float:
         if source not in beyond:
-            own = {term: idf(term) for term in sorted(prep.turn_terms[source]) if term not in weights}
+            idf = query_term_weights(sorted(prep.turn_terms[source]), prep.term_df, prep.n_live)
+            own = {term: weight for term, weight in idf.items() if term not in weights}
             beyond[source] = own, sum(own.values())
         own, total = beyond[source]
         shared = sorted(own.keys() & prep.turn_terms[target])  # summed in one order: same float

@@ -143,9 +143,9 @@ def _continues(piece: str) -> bool:
     """Whether ``piece`` carries on the sentence before it: no sentence opens with a comma or
     with the particle 的 ("那个主要内容是……。的活动在哪里？" quotes a sentence without quote
     marks, and its 。 does not end the question)."""
-    head = piece.lstrip()
-    if not head or head[0] in _JOINS:
-        return bool(head)
+    head = piece.lstrip()  # never empty: blank pieces are dropped before
+    if head[0] in _JOINS:
+        return True
     words = entities_zh.tagged(head[:8])
     return bool(words) and words[0][2] == "的" and words[0][3] == "uj"
 
