@@ -34,6 +34,7 @@ NOT_RANKING = {
     "FORMAT": "retrieval/persist.py: version of the persisted index format",
     "MAX_QUERY_CHARS": "retrieval/query.py: input limit",
     "TRIM_EVERY": "retrieval/scopes.py: how often freed heap memory is returned to the OS",
+    "FOLD_MAX_NEIGHBOURS": "views/ppr_folded.py: which nodes PPR folds (the same fixed point, cost only; D-054)",
     "ANN_THRESHOLD": "indexes/dense.py: HNSW of DenseIndex.search, which the engine never calls",
     "ANN_CONNECTIVITY": "indexes/dense.py: HNSW, as above",
     "ANN_EXPANSION_ADD": "indexes/dense.py: HNSW, as above",

@@ -59,6 +59,11 @@ def tagged(text: str) -> list[tuple[int, int, str, str]]:
 
 def han_spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, label) of the named entities and noun compounds in ``text``."""
+    return spans_of(tagged(text))
+
+
+def spans_of(words: list[tuple[int, int, str, str]]) -> list[tuple[int, int, str]]:
+    """``han_spans`` from a text's ``tagged`` words (a caller that needs both tags once)."""
     spans: list[tuple[int, int, str]] = []
     run: list[tuple[int, int, str, str]] = []
 
@@ -70,7 +75,7 @@ def han_spans(text: str) -> list[tuple[int, int, str]]:
             spans.append((run[0][0], run[-1][1], "MISC" if proper else "NOUN_PHRASE"))
         run.clear()
 
-    for start, end, word, flag in tagged(text):
+    for start, end, word, flag in words:
         label = _LABELS.get(flag)
         if label is not None and len(word) >= 2:
             spans.append((start, end, label))

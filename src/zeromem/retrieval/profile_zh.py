@@ -79,7 +79,7 @@ def build_profile_zh(query: str, speakers: Iterable[str], asked_at: dt.date | No
     """The profile of a question written in Chinese (Latin words in it are kept as words)."""
     tagged = entities_zh.tagged(query)
     words = [word.lower() for _, _, word, _ in tagged if word.strip() and not _PUNCT.match(word)]
-    spans = entities_zh.han_spans(query)
+    spans = entities_zh.spans_of(tagged)
     compounds = [query[s:e].lower() for s, e, _ in spans if query[s:e].lower() not in words]
     known = [s for s in speakers if s]
     mentioned = [s for s in known if s in query or s.lower() in words]
@@ -146,6 +146,8 @@ def _continues(piece: str) -> bool:
     head = piece.lstrip()  # never empty: blank pieces are dropped before
     if head[0] in _JOINS:
         return True
+    if head[0] != "的":  # the tagger (the costly part) only decides between 的 and 的确
+        return False
     words = entities_zh.tagged(head[:8])
     return bool(words) and words[0][2] == "的" and words[0][3] == "uj"
 

@@ -194,7 +194,7 @@ class ScopeIndexes:
         """Fold the graph a scope searched in full uses (views/ppr_folded.py) before the cache
         measures the scope, so its bytes count."""
         if prep.n_live <= self.config.large_scope_turns:
-            prep.graph.folding()
+            prep.graph.folding(self.config.ppr_damping)
 
     def _evicted(self, key: tuple[str, str], prep: PreparedScope) -> None:
         """A scope the cache dropped: persist it first if it is large and changed (its next use

@@ -25,7 +25,7 @@ from ..indexes.scope_index import Change, ScopeIndex
 from ..indexes.topk import top_indices
 from .adjacency import BaseDeltaAdjacency
 from .ppr import push_pagerank
-from .ppr_folded import LeafFolding, folded_pagerank
+from .ppr_folded import Folding, folded_pagerank_from
 
 if TYPE_CHECKING:  # scipy is imported where a graph is first built, not with the package
     import scipy.sparse as sp
@@ -37,7 +37,7 @@ DENSE_ALIGN_MIN_COS = 0.55
 DENSE_ALIGN_TOP = 5
 MAX_NGRAM = 4
 SEED_MASS_RATIO = 1.0
-PPR_TOL = 1e-4  # L1; scores are normalized by their maximum afterwards (1e-5: same recall, +5 steps)
+PPR_TOL = 1e-3  # L1; scores are normalized by their maximum afterwards (docs/decisions.md#d-054)
 PPR_MAX_ITER = 30  # γ = 0.6: the error after 30 steps is below 0.6³⁰ ≈ 2e-7
 # Forward push on large scopes: a turn's mass is at most ε·deg (deg ≤ ~2) below the exact one,
 # and the scores are divided by their maximum (~4e-2: the seed turns), so the normalized error
@@ -102,7 +102,7 @@ class EntityGraph:
         # (version, the names list, how many of its names, mask) of the last mentioned_mask
         self._mentioned: tuple[int, Sequence[str], int, np.ndarray] | None = None
         self._recounted: set[str] = set()  # raw keys whose count changed since the last mask
-        self._folding: tuple[int, LeafFolding] | None = None
+        self._folding: tuple[int, float, Folding] | None = None
         self._links = AliasLinks()  # ``alias``, kept up to date name by name
         # person keys recounted since the links were last updated (None: all of them, after a load)
         self._person_changed: set[str] | None = set()
@@ -133,13 +133,14 @@ class EntityGraph:
         """The adjacency as [base, delta] CSR matrices (n_nodes²) and every node's degree."""
         return self.adjacency.parts(self.version)
 
-    def folding(self) -> LeafFolding:
-        """The adjacency with its leaves folded (views/ppr_folded.py); made once per graph
-        version (retrieval/scopes.py builds it before the index cache sizes the scope)."""
+    def folding(self, damping: float) -> Folding:
+        """The adjacency with its low-degree nodes folded (views/ppr_folded.py) for PPR at
+        ``damping``; made once per graph version (retrieval/scopes.py builds it before the
+        index cache sizes the scope)."""
         cached = self._folding
-        if cached is None or cached[0] != self.version:
-            cached = self._folding = (self.version, LeafFolding.build(*self.parts()))
-        return cached[1]
+        if cached is None or cached[0] != self.version or cached[1] != damping:
+            cached = self._folding = (self.version, damping, Folding.build(*self.parts(), damping))
+        return cached[2]
 
     def mentioned_mask(self, entity_names: Sequence[str], rows: Mapping[str, int]) -> np.ndarray:
         """Per name of ``entity_names`` (append-only: the scope's entities with a vector; ``rows``
@@ -391,25 +392,32 @@ def graph_scores(graph: EntityGraph, aligned: dict[int, float], seed_turns: dict
     every turn (a speaker's own name) does not drown the rare, discriminative ones. ``local``
     approximates the mass by forward push, whose cost does not grow with the graph.
     """
-    parts, degree = graph.parts()
+    # The adjacency is brought up to date first: rebuilding it may grow the turn capacity, which
+    # moves every entity node (entity j is node turn_capacity + j).
+    if local:
+        parts, degree = graph.parts()
+    else:
+        folding = graph.folding(damping)
     n_t = graph.n_turns
-    restart = np.zeros(graph.n_nodes)
-    for j, eta in aligned.items():
-        restart[graph.turn_capacity + j] = eta * np.log1p(graph.n_live_turns / max(graph.entity_df[j], 1.0))
-    entity_mass = restart.sum()
-    if seed_turns:
-        seeds = np.zeros(graph.n_nodes)
-        for node, weight in seed_turns.items():
-            seeds[node] = weight
-        seeds *= SEED_MASS_RATIO * (entity_mass if entity_mass > 0 else 1.0) / seeds.sum()
-        restart += seeds
-    if restart.sum() <= 0:
+    # The restart as its nonzero entries (entity nodes follow every turn slot, so the two sets
+    # never meet): a vector over every node would cost more than the power steps save.
+    nodes = [graph.turn_capacity + j for j in aligned]
+    mass = [eta * np.log1p(graph.n_live_turns / max(graph.entity_df[j], 1.0)) for j, eta in aligned.items()]
+    entity_mass = float(np.sum(mass)) if mass else 0.0
+    seed_total = float(np.sum(list(seed_turns.values()))) if seed_turns else 0.0
+    if seed_total > 0:
+        scale = SEED_MASS_RATIO * (entity_mass if entity_mass > 0 else 1.0) / seed_total
+        nodes.extend(seed_turns)
+        mass.extend(weight * scale for weight in seed_turns.values())
+    seeds, restart_mass = np.asarray(nodes, dtype=np.int64), np.asarray(mass, dtype=np.float64)
+    if restart_mass.sum() <= 0:
         return np.zeros(n_t)
     if local:
+        restart = np.zeros(graph.n_nodes)
+        restart[seeds] = restart_mass
         pi = push_pagerank(parts, degree, restart, damping=damping, epsilon=PPR_PUSH_EPSILON)
     else:
-        pi = folded_pagerank(graph.folding(), restart, damping=damping, tol=PPR_TOL, max_iter=PPR_MAX_ITER,
-                             n_out=n_t)
+        pi = folded_pagerank_from(folding, seeds, restart_mass, tol=PPR_TOL, max_iter=PPR_MAX_ITER, n_out=n_t)
     return pi[:n_t]
 
 
