@@ -7,7 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zeromem.views.ppr import personalized_pagerank
-from zeromem.views.ppr_folded import Folding, folded_pagerank, folded_pagerank_from
+from zeromem.views.ppr_folded import Folding, folded_pagerank_from
+
+
+def folded_pagerank(folding: Folding, restart: np.ndarray, **options) -> np.ndarray:
+    """The folded PPR of a dense restart vector (the form ``ppr.personalized_pagerank`` takes)."""
+    seeds = np.flatnonzero(restart)
+    return folded_pagerank_from(folding, seeds, restart[seeds], **options)
 
 
 def _degree(adjacency: sp.csr_matrix) -> np.ndarray:

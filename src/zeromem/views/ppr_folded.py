@@ -100,20 +100,13 @@ class Folding:
                    folded_inverse, full_degree, compact.astype(np.int32), folded_slot)
 
 
-def folded_pagerank(folding: Folding, restart: np.ndarray, *, tol: float, max_iter: int,
-                    n_out: int | None = None) -> np.ndarray:
+def folded_pagerank_from(folding: Folding, seeds: np.ndarray, mass: np.ndarray, *, tol: float,
+                         max_iter: int, n_out: int | None = None) -> np.ndarray:
     """``ppr.personalized_pagerank``'s ``π`` (damping: the folding's) over the folded graph: the
     same fixed point, power steps over the core only (and the dangling restart nodes), until
     the L1 step is below ``tol``. ``n_out``: only nodes ``0 … n_out − 1`` are wanted (a search
-    reads the turn nodes); the others are not computed. ``restart`` is dense: one entry per node."""
-    seeds = np.flatnonzero(restart)
-    return folded_pagerank_from(folding, seeds, restart[seeds], tol=tol, max_iter=max_iter, n_out=n_out)
-
-
-def folded_pagerank_from(folding: Folding, seeds: np.ndarray, mass: np.ndarray, *, tol: float,
-                         max_iter: int, n_out: int | None = None) -> np.ndarray:
-    """``folded_pagerank`` with the restart given by its entries: distinct node ids ``seeds``
-    (in any order) holding ``mass`` (≥ 0; zeros are allowed and hold nothing).
+    reads the turn nodes); the others are not computed. The restart is given by its entries:
+    distinct node ids ``seeds`` (in any order) holding ``mass`` (≥ 0; zeros hold nothing).
 
     A restart vector has a handful of nonzero entries: the work outside the power steps follows
     them and ``n_out``, not the number of nodes (no vector over every node is made or summed).
