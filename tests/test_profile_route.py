@@ -89,6 +89,45 @@ def test_a_list_question_prefers_turns_that_name_an_entity_of_the_listed_kind(tm
         assert ranked.index(trip) < ranked.index(chat)
 
 
+@pytest.mark.parametrize("query, labels", [
+    ("Where did Omar go last summer?", {"GPE", "LOC", "FAC"}),
+    ("When did Ines move to Porto?", {"DATE", "TIME"}),
+    ("What year did Ines graduate?", {"DATE", "TIME"}),
+    ("Who did Ines meet at the gala?", {"PERSON"}),
+    ("How long has Omar lived in Lisbon?", {"CARDINAL", "QUANTITY", "MONEY", "PERCENT", "DATE", "TIME"}),
+    ("Which cities has Omar visited?", set()),  # a list question: answer_labels, not this
+    ("How many cats does Ines have?", set()),  # counting is aggregation
+    ("Why did Tomas leave?", set()),
+    ("What does Tomas think of the new job?", set()),
+    ("什么时候去的北京？", {"DATE", "TIME"}),
+    ("在哪里上的课？", {"GPE", "LOC", "FAC"}),
+])
+def test_answer_kind_labels_name_what_a_one_answer_question_asks_for(query, labels):
+    assert build_profile(query, ["Omar", "Ines", "Tomas"]).answer_kind_labels == labels
+
+
+def test_a_where_question_prefers_a_turn_that_names_a_place(tmp_path, monkeypatch):
+    from zeromem import Memory
+    from zeromem.retrieval import engine
+
+    def order(memory: Memory) -> list[str]:
+        return [e.trace_id for e in memory.search("Where did Omar spend his holiday?", k=4)]
+
+    with Memory(tmp_path / "m.db") as memory:
+        for i, text in enumerate(["The weather was grey all week.", "Work has been busy lately.",
+                                  "I made soup for dinner.", "The cat slept all afternoon."]):
+            memory.add(text, session=f"s{i}", speaker="Omar")
+        home = memory.add("I spent my holiday relaxing, a quiet holiday.", session="s8", speaker="Omar")
+        away = memory.add("I spent my holiday in Lisbon.", session="s9", speaker="Omar")
+        ranked = order(memory)
+        assert ranked.index(away) < ranked.index(home)
+        # the place is what put it first: without the boost the turn that repeats "holiday" leads
+        monkeypatch.setattr(engine, "ANSWER_KIND_BOOST", 0.0)
+        memory.add("An unrelated note.", session="s10", speaker="Ines")  # a new version: no cached result
+        ranked = order(memory)
+        assert ranked.index(home) < ranked.index(away)
+
+
 @pytest.mark.parametrize("query, expected", [
     ("How many marathons have I run this year?", True),
     ("What did I name my first bike?", True),

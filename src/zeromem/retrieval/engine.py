@@ -53,6 +53,7 @@ REFINE_SHORTLIST = 100
 # members (pottery, camping): the dense score leads, and their evidence is spread over sessions.
 AGGREGATE_LEXICAL_SHARE = 0.35
 ANSWER_LABEL_BOOST = 1.0  # list questions: × (1 + this) for turns naming an entity of the listed kind
+ANSWER_KIND_BOOST = 0.25  # one-answer questions: × (1 + this) for turns naming an entity of the asked kind
 # "What did I…" asked of an assistant's memory: the user's own turns say what happened to them;
 # the assistant's replies (often long, and echoing the user's words) rank × (1 − this).
 ASKER_ROLE_PENALTY = 0.5
@@ -167,11 +168,19 @@ class Engine:
         small = _small(prep)
         views = self._views(prep, query, qvec, qtokens, profile, eligible, small)
         prior = _role_prior(prep, profile)
-        score, compat = self._ranking(prep, profile, plan, views, eligible, skip_graph or small, prior)
+        score, compat, unboosted = self._ranking(prep, profile, plan, views, eligible, skip_graph or small, prior)
         weights = query_term_weights(qtokens, prep.term_df, prep.n_live)  # closure and selection
-        chosen = self._candidates(prep, score, eligible, budget, prior, weights,
-                                 hops=profile.bridge and cfg.closure_subject_hops)
+        hops = profile.bridge and cfg.closure_subject_hops
+        chosen = self._candidates(prep, score, eligible, budget, prior, weights, hops=hops)
         ranked, superseded = self._selection(prep, profile, weights, chosen, budget, as_of, eligible)
+        judged = ranked
+        if unboosted is not None:
+            # "No answer" is judged on the evidence the content alone chooses: for a "when"
+            # question about something that never happened, the kind boost brings up a dated
+            # turn about something else, which the fitted model would read as an answer (D-056).
+            judged, _ = self._selection(prep, profile, weights,
+                                        self._candidates(prep, unboosted, eligible, budget, prior, weights, hops=hops),
+                                        budget, as_of, eligible)
         pool = None
         if cfg.learned_ranker or cfg.export_candidates:
             ranked, pool = self._learned(prep, profile, plan, views, score, compat, small, chosen,
@@ -182,7 +191,7 @@ class Engine:
             **{f"h_{lvl}": float(v[node]) for lvl, v in views.lifted.items()},
             "dense_cosine": float(views.dense_cosine[node]), "compatibility": float(compat[node]),
             "route": plan.primary, "small_scope": small}) for node, (value, reason) in ranked]
-        no_answer = _no_answer(prep, profile, views, [node for node, _ in ranked[:3]], qtokens, weights)
+        no_answer = _no_answer(prep, profile, views, [node for node, _ in judged[:3]], qtokens, weights)
         return SearchResult(evidence, profile, plan, no_answer, _timings(t0, t_enc), candidates=pool)
 
     def _learned(self, prep: PreparedScope, profile: QueryProfile, plan: Route, views: _TurnViews,
@@ -256,10 +265,11 @@ class Engine:
 
     def _ranking(self, prep: PreparedScope, profile: QueryProfile, plan: Route, views: _TurnViews,
                  eligible: np.ndarray, skip_graph: bool,
-                 prior: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """(each turn's final score, -1 where not eligible; its calibration factor): the views
-        fused with the route's weights, times subject and time compatibility and the
-        question-turn prior."""
+                 prior: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(each turn's final score, -1 where not eligible; its calibration factor; the score
+        without the answer-kind boost, None when that boost left every score as it was): the
+        views fused with the route's weights, times subject and time compatibility, the
+        question-turn prior and the answer-label boosts."""
         cfg = self.config
         w_graph, w_hier = plan.weights()
         if not cfg.use_graph:
@@ -286,7 +296,15 @@ class Engine:
         if profile.aggregation and profile.answer_labels:
             # "Which cities has Omar visited?": the turns that name a city are the candidates.
             score = score * np.where(prep.turns_with_labels(profile.answer_labels), 1 + ANSWER_LABEL_BOOST, 1.0)
-        return np.where(eligible, _settle(score), -1.0), compat
+        unboosted = None
+        if not profile.aggregation and profile.answer_kind_labels and ANSWER_KIND_BOOST:
+            # "When did Jon move?", "Where did they meet?": a turn that says when, or names a
+            # place, can answer it; a turn on the same topic that does not rarely can.
+            kind = prep.turns_with_labels(profile.answer_kind_labels)
+            if kind.any():
+                unboosted = np.where(eligible, _settle(score), -1.0)
+                score = score * np.where(kind, 1 + ANSWER_KIND_BOOST, 1.0)
+        return np.where(eligible, _settle(score), -1.0), compat, unboosted
 
     def _candidates(self, prep: PreparedScope, score: np.ndarray, eligible: np.ndarray, budget: int,
                     prior: np.ndarray | None, weights: dict[str, float],

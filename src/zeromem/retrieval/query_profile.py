@@ -14,6 +14,16 @@ from dataclasses import dataclass, field
 
 from ..encoders.timexpr import TimeSpan, parse_absolute, resolve_relative
 
+# The entity labels (spaCy's; jieba's names map onto PERSON and GPE) of what each answer type
+# asks for. A time expression ("yesterday", "last June", "at noon") is a DATE or TIME entity, and
+# so are a duration and an age ("for three years", "25 years old": "how long", "how old").
+ANSWER_KIND_LABELS: dict[str, frozenset[str]] = {
+    "date": frozenset({"DATE", "TIME"}),
+    "place": frozenset({"GPE", "LOC", "FAC"}),
+    "person": frozenset({"PERSON"}),
+    "number": frozenset({"CARDINAL", "QUANTITY", "MONEY", "PERCENT", "DATE", "TIME"}),
+}
+
 
 @dataclass
 class QueryProfile:
@@ -33,6 +43,13 @@ class QueryProfile:
     bridge: bool = False  # "the X who/that/which ...": an entity defined through another one
     answer_labels: frozenset[str] = frozenset()  # entity labels the asked-for members carry
     about_asker: bool = False  # "What did I…", "my …" and no "you": the asker's own turns answer
+
+    @property
+    def answer_kind_labels(self) -> frozenset[str]:
+        """Entity labels a turn that answers this one-answer question is likely to name: a
+        place for "where", a time expression for "when", a person for "who", a count or amount
+        for "how many / much" (empty for list questions and the other answer types)."""
+        return frozenset() if self.aggregation else ANSWER_KIND_LABELS.get(self.answer_type, frozenset())
 
 
 # "before today", "until last week", "since yesterday": the expression bounds the period asked
