@@ -71,8 +71,8 @@ def _item(trace_id):
 
 
 def test_answers_take_turns_after_the_whole_messages_best():
-    from zeromem.retrieval.engine import _taking_turns
+    from zeromem.retrieval.evidence_order import taking_turns
     whole = [_item(t) for t in "abcd"]
     answers = [[_item(t) for t in "bef"], [_item(t) for t in "gah"]]
-    assert [e.trace_id for e in _taking_turns(whole, answers, 5)] == ["a", "b", "g", "e", "f"]
-    assert [e.trace_id for e in _taking_turns(whole, [[], []], 3)] == ["a", "b", "c"]
+    assert [e.trace_id for e in taking_turns(whole, answers, 5)] == ["a", "b", "g", "e", "f"]
+    assert [e.trace_id for e in taking_turns(whole, [[], []], 3)] == ["a", "b", "c"]

@@ -26,18 +26,13 @@ from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, EncoderFailure
 from ..encoders.entities import normalize_title
 from ..indexes.topk import top_indices
-from ..lifecycle.supersede import (
-    VALUE_UPDATE_COVERAGE,
-    ValueCandidate,
-    newest_value_first,
-    states_value,
-    wants_newest_value,
-)
+from ..lifecycle.supersede import wants_newest_value
 from ..types import Evidence, Provenance
 from ..views.graph import align_entities, query_ngrams
 from ..views.hierarchy import LEVEL_WEIGHTS, hierarchy_scores
 from .calibrate import NoAnswerInputs, keyword_coverage, no_answer_score, time_compat
 from .closure import closure_candidates
+from .evidence_order import newest_state_first, taking_turns, values_newest_first, with_current_states
 from .fuse import fuse, normalize_live
 from .learned import shipped as learned_model
 from .prepared import PreparedScope
@@ -140,7 +135,7 @@ class Engine:
             answers = [self._search(prep, part, None if qvec is None else self._query_vector(part), t0,
                                     t_enc, k, session, as_of, allowed_rowids, GRAPH in skip,
                                     hidden_rowids, asked_on).evidence for part in parts]
-        result.evidence = _taking_turns(result.evidence, answers, k)
+        result.evidence = taking_turns(result.evidence, answers, k)
         result.timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return result
 
@@ -218,7 +213,7 @@ class Engine:
             ranked = [(int(nodes[i]), chosen.get(int(nodes[i]), (float(score[nodes[i]]), "ranked")))
                       for i in order]
             if cfg.use_calibration:
-                ranked = _newest_state_first(ranked, superseded)
+                ranked = newest_state_first(ranked, superseded)
         pool = None
         if cfg.export_candidates:
             row = {int(node): i for i, node in enumerate(nodes)}
@@ -352,10 +347,10 @@ class Engine:
         superseded = prep.superseded_by if as_of is None else prep.superseded_within(
             (prep.turn_time <= as_of.isoformat()) & prep.alive)
         if cfg.use_calibration:
-            ranked = _newest_state_first(_with_current_states(ranked, superseded, eligible, budget),
+            ranked = newest_state_first(with_current_states(ranked, superseded, eligible, budget),
                                          superseded)
             if wants_newest_value(profile.text):
-                ranked = _newest_value_first(prep, ranked, weights)
+                ranked = values_newest_first(prep, ranked, weights)
         return ranked, superseded
 
     def _evidence(self, prep: PreparedScope, node: int, score: float, reason: str,
@@ -416,19 +411,6 @@ def _settle(scores: np.ndarray) -> np.ndarray:
     than a freshly built graph, which moves a score by ~1e-16; rounding makes such near-ties
     exact ties, which are broken by slot (= trace id) order as in a fresh build."""
     return np.round(scores, 12)
-
-
-def _taking_turns(whole: list[Evidence], answers: list[list[Evidence]], k: int) -> list[Evidence]:
-    """At most ``k`` evidence items: ``whole``'s first, then each list's next in turn, then the
-    rest of ``whole``; a trace appears once, where it first comes."""
-    queue = whole[:1] + [items[rank] for rank in range(k) for items in answers if rank < len(items)] + whole[1:]
-    out: list[Evidence] = []
-    seen: set[str] = set()
-    for item in queue:
-        if item.trace_id not in seen and len(out) < k:
-            seen.add(item.trace_id)
-            out.append(item)
-    return out
 
 
 def _timings(t0: float, t_enc: float) -> dict[str, float]:
@@ -533,49 +515,3 @@ def _lexical_refinement(query: str, lowered_texts: list[str], nodes: np.ndarray)
     hits = [sum(t in lowered_texts[i] for t in terms) for i in nodes.tolist()]
     out[nodes] = np.asarray(hits, dtype=np.float64) / len(terms)
     return out
-
-
-def _with_current_states(ranked: list, superseded_by: dict[int, int], eligible: np.ndarray,
-                         budget: int) -> list:
-    """A stale state shown without the state that replaced it misleads the reader ("I live in
-    Boston [superseded by t…]" and no t…): while the evidence has room, the successor of every
-    selected superseded turn joins it (when the search may show it: session, time, filters).
-    A full budget is left as it is; the stale turn still names its successor."""
-    shown = {node for node, _ in ranked}
-    out = list(ranked)
-    for node, _ in ranked:
-        newer = superseded_by.get(node)
-        if len(out) >= budget:
-            break
-        if newer is not None and newer not in shown and eligible[newer]:
-            out.append((newer, (0.0, "current state")))
-            shown.add(newer)
-    return out
-
-
-def _newest_value_first(prep: PreparedScope, ranked: list, weights: dict[str, float]) -> list:
-    """Successive values of what the question asks, newest first (``supersede.newest_value_first``)."""
-    total = sum(weights.values())
-    if len(ranked) < 2 or not total:
-        return ranked
-    candidates = []
-    for node, _ in ranked:
-        terms = prep.turn_terms[node]
-        coverage = sum(w for t, w in weights.items() if t in terms) / total
-        order = (prep.turn_time[node], prep.trace(node).seq, int(prep.turn_rowid[node]))
-        # The regex reads the whole turn: only for turns that can count.
-        value = coverage >= VALUE_UPDATE_COVERAGE and states_value(prep.turn_text[node])
-        candidates.append(ValueCandidate(prep.turn_speaker[node], order, coverage, value))
-    return [ranked[i] for i in newest_value_first(candidates)]
-
-
-def _newest_state_first(ranked: list, superseded_by: dict[int, int]) -> list:
-    """When a superseded turn and its successor are both selected, the successor goes first."""
-    positions = {node: i for i, (node, _) in enumerate(ranked)}
-    order = list(ranked)
-    for node, newer in superseded_by.items():
-        if node in positions and newer in positions and positions[newer] > positions[node]:
-            a, b = positions[node], positions[newer]
-            order[a], order[b] = order[b], order[a]
-            positions[node], positions[newer] = b, a
-    return order

@@ -1,0 +1,77 @@
+"""The order of the selected evidence, once selection has chosen it.
+
+- ``with_current_states``: a superseded state selected without the state that replaced it
+  brings its successor along while the budget has room;
+- ``newest_state_first`` / ``values_newest_first``: of a stale state and its successor, or of
+  successive values of what the question asks ("I have 3 cats" … "now 4"), the newest goes first
+  (docs/design.md#supersession);
+- ``taking_turns``: a message that asks several questions gets the whole message's best, then
+  each question's next in turn (D-053).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..lifecycle.supersede import VALUE_UPDATE_COVERAGE, ValueCandidate, newest_value_first, states_value
+from ..types import Evidence
+from .prepared import PreparedScope
+
+
+def taking_turns(whole: list[Evidence], answers: list[list[Evidence]], k: int) -> list[Evidence]:
+    """At most ``k`` evidence items: ``whole``'s first, then each list's next in turn, then the
+    rest of ``whole``; a trace appears once, where it first comes."""
+    queue = whole[:1] + [items[rank] for rank in range(k) for items in answers if rank < len(items)] + whole[1:]
+    out: list[Evidence] = []
+    seen: set[str] = set()
+    for item in queue:
+        if item.trace_id not in seen and len(out) < k:
+            seen.add(item.trace_id)
+            out.append(item)
+    return out
+
+
+def with_current_states(ranked: list, superseded_by: dict[int, int], eligible: np.ndarray,
+                        budget: int) -> list:
+    """A stale state shown without the state that replaced it misleads the reader ("I live in
+    Boston [superseded by t…]" and no t…): while the evidence has room, the successor of every
+    selected superseded turn joins it (when the search may show it: session, time, filters).
+    A full budget is left as it is; the stale turn still names its successor."""
+    shown = {node for node, _ in ranked}
+    out = list(ranked)
+    for node, _ in ranked:
+        newer = superseded_by.get(node)
+        if len(out) >= budget:
+            break
+        if newer is not None and newer not in shown and eligible[newer]:
+            out.append((newer, (0.0, "current state")))
+            shown.add(newer)
+    return out
+
+
+def values_newest_first(prep: PreparedScope, ranked: list, weights: dict[str, float]) -> list:
+    """Successive values of what the question asks, newest first (``supersede.newest_value_first``)."""
+    total = sum(weights.values())
+    if len(ranked) < 2 or not total:
+        return ranked
+    candidates = []
+    for node, _ in ranked:
+        terms = prep.turn_terms[node]
+        coverage = sum(w for t, w in weights.items() if t in terms) / total
+        order = (prep.turn_time[node], prep.trace(node).seq, int(prep.turn_rowid[node]))
+        # The regex reads the whole turn: only for turns that can count.
+        value = coverage >= VALUE_UPDATE_COVERAGE and states_value(prep.turn_text[node])
+        candidates.append(ValueCandidate(prep.turn_speaker[node], order, coverage, value))
+    return [ranked[i] for i in newest_value_first(candidates)]
+
+
+def newest_state_first(ranked: list, superseded_by: dict[int, int]) -> list:
+    """When a superseded turn and its successor are both selected, the successor goes first."""
+    positions = {node: i for i, (node, _) in enumerate(ranked)}
+    order = list(ranked)
+    for node, newer in superseded_by.items():
+        if node in positions and newer in positions and positions[newer] > positions[node]:
+            a, b = positions[node], positions[newer]
+            order[a], order[b] = order[b], order[a]
+            positions[node], positions[newer] = b, a
+    return order
