@@ -292,7 +292,7 @@ class Engine:
             # "Which cities has Omar visited?": the turns that name a city are the candidates.
             score = score * np.where(prep.turns_with_labels(profile.answer_labels), 1 + ANSWER_LABEL_BOOST, 1.0)
         unboosted = None
-        if not profile.aggregation and profile.answer_kind_labels and ANSWER_KIND_BOOST:
+        if profile.answer_kind_labels and ANSWER_KIND_BOOST:  # empty for list questions
             # "When did Jon move?", "Where did they meet?": a turn that says when, or names a
             # place, can answer it; a turn on the same topic that does not rarely can.
             kind = prep.turns_with_labels(profile.answer_kind_labels)

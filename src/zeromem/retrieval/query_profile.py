@@ -47,8 +47,9 @@ class QueryProfile:
     @property
     def answer_kind_labels(self) -> frozenset[str]:
         """Entity labels a turn that answers this one-answer question is likely to name: a
-        place for "where", a time expression for "when", a person for "who", a count or amount
-        for "how many / much" (empty for list questions and the other answer types)."""
+        place for "where", a time expression for "when", a person for "who", an amount or a
+        duration for "how much / long / old" (empty for list questions — "how many" counts, and
+        is one — and for the other answer types)."""
         return frozenset() if self.aggregation else ANSWER_KIND_LABELS.get(self.answer_type, frozenset())
 
 
