@@ -61,10 +61,11 @@ def test_keyword_coverage_counts_keywords_by_their_first_five_letters():
 
 def test_no_answer_score_is_the_documented_logistic_model():
     x = NoAnswerInputs(keyword_coverage=0.5, term_coverage=0.25, unseen_terms=0.1, top_cosine=0.6,
-                       names_missing=0.5, off_subject=1 / 3)
+                       names_missing=0.5, off_subject=1 / 3, subject_asks=2 / 3, subject_addresses=0.25)
     z = (calibrate.NA_BIAS + calibrate.NA_KEYWORD_COVERAGE * 0.5 + calibrate.NA_TERM_COVERAGE * 0.25
          + calibrate.NA_UNSEEN_TERMS * 0.1 + calibrate.NA_TOP_COSINE * 0.6
-         + calibrate.NA_NAMES_MISSING * 0.5 + calibrate.NA_OFF_SUBJECT / 3)
+         + calibrate.NA_NAMES_MISSING * 0.5 + calibrate.NA_OFF_SUBJECT / 3
+         + calibrate.NA_SUBJECT_ASKS * 2 / 3 + calibrate.NA_SUBJECT_ADDRESSES * 0.25)
     assert no_answer_score(x) == round(1 / (1 + math.exp(-z)), 6)
     assert 0.0 < no_answer_score(x) < 1.0
 
@@ -77,3 +78,14 @@ def test_no_answer_score_falls_with_coverage_and_similarity_and_rises_off_subjec
     assert no_answer_score(found) < calibrate.NO_ANSWER_THRESHOLD <= no_answer_score(missing)
     someone_else = dataclasses.replace(found, off_subject=1.0)
     assert no_answer_score(someone_else) > no_answer_score(found)
+    only_asked = dataclasses.replace(found, subject_asks=1.0)
+    assert no_answer_score(only_asked) > no_answer_score(found)
+    your_son = dataclasses.replace(found, subject_addresses=1.0)
+    assert no_answer_score(your_son) > no_answer_score(found)
+
+
+def test_a_pronoun_or_a_date_is_not_a_name_the_evidence_must_mention():
+    from zeromem.retrieval.calibrate import named_things
+
+    assert named_things(["I", "I'm", "Dr. Johnson", "October 6", "June 2022", "Monday", "May Chen",
+                         "Sacramento"]) == ["Dr. Johnson", "May Chen", "Sacramento"]
