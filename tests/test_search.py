@@ -103,6 +103,18 @@ def test_a_statement_outranks_a_question_with_the_same_words(mem):
     assert ranked.index("a") < ranked.index("q")
 
 
+def test_a_turn_ending_in_a_full_width_question_mark_asks(mem):
+    from internals import retriever_of
+
+    mem.add_many([{"text": t, "speaker": "小王", "session": "s1"} for t in
+                  ("周末去松山爬山了？", "周末去松山爬山了。", "Went hiking at Pine Ridge? ", "Went hiking.")])
+    prep = retriever_of(mem).prepared(mem.scope)
+    live = [i for i in range(prep.n_turns) if prep.alive[i]]
+    asks = {prep.turn_text[i]: bool(prep.question_like[i]) for i in live}
+    assert asks == {"周末去松山爬山了？": True, "周末去松山爬山了。": False,
+                    "Went hiking at Pine Ridge? ": True, "Went hiking.": False}
+
+
 def test_a_question_about_two_participants_favours_neither(mem):
     mem.add_many([
         {"text": "I love sci-fi movies, Dune is my favourite.", "speaker": "Joanna", "session": "s1",

@@ -60,7 +60,7 @@ class RetrievalConfig:
     # docs/decisions.md#d-053).
     answer_each_question: bool = True
     session_diversity: float = 1.0  # δ: discount per turn already taken from the same session
-    question_turn_prior: float = 0.8  # relevance multiplier of a turn that ends in "?"
+    question_turn_prior: float = 0.8  # relevance multiplier of a turn that ends in "?" or "？"
     coverage_gain: float = 0.2  # λ: bonus for covering query terms the evidence so far lacks
     # Above this many turns in a scope, only candidate turns are scored, this many from each
     # source (turn, span and window rankings, PPR); see retrieval/turn_scores.py.

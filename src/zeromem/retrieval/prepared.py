@@ -222,7 +222,7 @@ class PreparedScope:
             self.turn_lower[slot] = (" ".join([text, *attachments]) if attachments else text).lower()  # captions count
             self.turn_speaker[slot] = speaker
             self._speaker_counts[speaker] += 1
-            question_like.append(text.rstrip().endswith("?"))
+            question_like.append(text.rstrip().endswith(("?", "？")))
             by_user.append(role == "user")
             sessions.append(session)
             times.append(utc_key(event_time or session_time or recorded_at))
