@@ -125,3 +125,36 @@ def test_a_subject_who_only_asked_about_it_raises_the_inputs_that_say_so(tmp_pat
     assert told.subject_asks == 0 and told.subject_addresses == 0
     assert addresses_listener("glad your son is okay") and addresses_listener("这是你的猫吗")
     assert not addresses_listener("i saw young people there")  # "your" as a word, not inside one
+
+
+def test_the_command_collects_fits_and_reproduces_from_its_cache(tmp_path):
+    import gzip
+    import json
+
+    from typer.testing import CliRunner
+
+    from test_bench_locomo import _conversation
+    from test_bench_longmemeval import ITEMS
+    from zeromem.bench.cli import bench_app
+
+    data = tmp_path / "data"
+    (data / "locomo").mkdir(parents=True)
+    (data / "longmemeval").mkdir()
+    (data / "locomo" / "tiny.json").write_text(json.dumps(_conversation()), encoding="utf-8")
+    with gzip.open(data / "longmemeval" / "longmemeval_s_dev.json.gz", "wt", encoding="utf-8") as handle:
+        json.dump(ITEMS[::-1], handle)  # the abstention question first, then the answerable one
+    args = ["fit-no-answer", "--data", str(data), "--cache", str(tmp_path / "cache"), "--no-progress"]
+    first = CliRunner().invoke(bench_app, [*args, "--json", str(tmp_path / "a.json")])
+    assert first.exit_code == 0, first.output
+    report = json.loads((tmp_path / "a.json").read_text())
+    # the tiny conversation: 1 adversarial question, 4 answerable ones with gold; LME: 1 + 1
+    assert report["rows"] == {"locomo": {"questions": 5, "unanswerable": 1},
+                              "longmemeval": {"questions": 2, "unanswerable": 1}}
+    assert set(report["auroc"]["longmemeval"]["groups"]) == {"longmemeval:even", "longmemeval:odd"}
+    assert "NO_ANSWER_THRESHOLD" in report["model"] and "dev numbers" in report["note"]
+    assert sorted(p.name for p in (tmp_path / "cache").glob("*.npz")) == [
+        "no-answer-locomo.npz", "no-answer-longmemeval.npz"]
+    again = CliRunner().invoke(bench_app, [*args, "--json", str(tmp_path / "b.json")])
+    assert again.exit_code == 0 and (tmp_path / "b.json").read_text() == (tmp_path / "a.json").read_text()
+    wrong = CliRunner().invoke(bench_app, [*args, "--benchmarks", "hotpotqa"])
+    assert wrong.exit_code == 2 and "unknown benchmark" in wrong.output
