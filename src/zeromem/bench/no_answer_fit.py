@@ -31,6 +31,7 @@ from ..config import Config
 from ..retrieval import calibrate
 from ..retrieval.calibrate import NoAnswerInputs
 from .metrics import auroc
+from .npz import load_arrays, save_arrays
 from .records import Corpus
 
 K = 10
@@ -62,16 +63,11 @@ class Rows:
         return Rows(*(getattr(self, f.name)[mask] for f in dataclasses.fields(self)))
 
     def save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(path, names=np.array(INPUTS),
-                            **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+        save_arrays(self, path, INPUTS)
 
     @classmethod
     def load(cls, path: Path) -> Rows:
-        with np.load(path, allow_pickle=False) as data:
-            if tuple(data["names"].tolist()) != INPUTS:
-                raise ValueError(f"{path}: written with other no-answer inputs; collect again (--fresh)")
-            return cls(*(data[f.name] for f in dataclasses.fields(cls)))
+        return load_arrays(cls, path, INPUTS, "written with other no-answer inputs; collect again (--fresh)")
 
     @classmethod
     def concat(cls, parts: Sequence[Rows]) -> Rows:

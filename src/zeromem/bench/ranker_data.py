@@ -23,6 +23,7 @@ import numpy as np
 
 from ..config import Config
 from ..retrieval.rank_features import FEATURES
+from .npz import load_arrays, save_arrays
 from .records import Corpus
 
 K = 10  # one search per question; every headline cut-off (1, 2, 5, 10) is read from its order
@@ -50,17 +51,11 @@ class Pools:
     n_gold: np.ndarray  # (questions,) int32: gold turns, found in the pool or not
 
     def save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(path, features=self.features, label=self.label, hand=self.hand,
-                            query=self.query, qid=self.qid, category=self.category, fold=self.fold,
-                            n_gold=self.n_gold, names=np.array(FEATURES))
+        save_arrays(self, path, FEATURES)
 
     @classmethod
     def load(cls, path: Path) -> Pools:
-        with np.load(path, allow_pickle=False) as data:
-            if tuple(data["names"].tolist()) != FEATURES:
-                raise ValueError(f"{path}: written with other features; run export-ranker-data again")
-            return cls(*(data[f.name] for f in dataclasses.fields(cls)))
+        return load_arrays(cls, path, FEATURES, "written with other features; run export-ranker-data again")
 
 
 def corpora_of(benchmark: str, data: Path) -> tuple[list[Corpus], list[int]]:
