@@ -84,8 +84,9 @@ class NoAnswerInputs:
     - ``top_cosine``: the first evidence turn's dense cosine to the query (0 without an
       embedding), clipped to [0, 1].
     - ``names_missing``: the share of the names the query writes with capitals (not the
-      speakers'; ``QueryProfile.names``: "Dr. Johnson", "Sacramento") that the evidence texts
-      of ``keyword_coverage`` do not contain; 0 when it writes none.
+      speakers', not the pronoun I, not dates; ``named_things(QueryProfile.names)``: "Dr.
+      Johnson", "Sacramento") that the evidence texts of ``keyword_coverage`` do not contain;
+      0 when it writes none.
     - ``off_subject``: when the question is about one participant ("What did Melanie …"),
       the share of the best three evidence turns someone else said; 0 otherwise. A question
       about what A did, answered only by B's turns, is often about something A never did.
