@@ -109,7 +109,10 @@ def test_the_twin_reads_the_word_table_from_the_graph_file(int8_embedder):
 
 
 def test_without_a_twin_texts_run_alone_with_the_same_vectors(monkeypatch, caplog):
-    texts = repo_texts(120)
+    # Texts of one token length, so that a batch is attempted whatever the repository's prose
+    # happens to hold today.
+    texts = repo_texts(120) + [f"a sentence of the same length: {word}" for word in
+                               ("one", "two", "three", "four", "five", "six")]
     expected = OnnxEmbedder(quantize=True).encode(texts)
 
     def broken(model):
