@@ -221,13 +221,14 @@ def evaluate(rows: Rows, l2: float = L2) -> dict[str, Any]:
     report["auroc"] = blocks
     params = fit(rows, l2)
     rounded = np.round(params, DIGITS)
-    cut = round(threshold(scores(rounded, rows), rows.label), DIGITS)
+    fitted = scores(rounded, rows)
+    cut = round(threshold(fitted, rows.label), DIGITS)
     report["model"] = {"NA_BIAS": float(rounded[0]),
                        **{SHIPPED_NAMES[f]: float(v) for f, v in zip(INPUTS, rounded[1:])},
                        "NO_ANSWER_THRESHOLD": cut}
     report["reproduces_shipped"] = bool(np.array_equal(rounded, shipped_params())
                                         and cut == calibrate.NO_ANSWER_THRESHOLD)
-    flagged = scores(rounded, rows) >= cut
+    flagged = fitted >= cut
     report["at_threshold"] = {"flagged": int(flagged.sum()),
                               "precision": _percent(rows.label[flagged].mean()) if flagged.any() else None,
                               "recall": _percent(flagged[rows.label == 1].mean()) if rows.label.any() else None}
