@@ -105,5 +105,9 @@ def test_postings_merged_or_not_score_like_an_index_built_from_the_final_documen
         np.testing.assert_allclose(padded, expected, rtol=1e-6)
         restored = LexicalIndex.from_state(index.state(), index.vocabulary)
         np.testing.assert_array_equal(restored.scores(query), got)
+        for token in "abcdef":  # "f" is in no document
+            holders = sorted(slot for slot, tokens in final.items() if token in tokens)
+            assert sorted(index.documents(token).tolist()) == holders
+            assert sorted(restored.documents(token).tolist()) == holders
     finally:
         lexical.MERGE_MIN = saved

@@ -127,6 +127,32 @@ def test_a_subject_who_only_asked_about_it_raises_the_inputs_that_say_so(tmp_pat
     assert not addresses_listener("i saw young people there")  # "your" as a word, not inside one
 
 
+def test_words_the_subject_never_wrote_raise_subject_unsaid(tmp_path):
+    """Jon asked about the store and never wrote "paint"; Gina did. The asker ("I") of an
+    assistant's memory wrote "Smith", the assistant wrote "Johnson"."""
+    from zeromem import Memory
+
+    turns = [("Jon", "Hey Gina! How's your store going?"), ("Gina", "The store is doing great!"),
+             ("Jon", "I rehearsed with my dance crew all week."), ("Gina", "I painted the walls myself.")]
+    chat = [("user", "I see Dr. Smith every two weeks, quite often really."),
+            ("assistant", "Dr. Johnson and Dr. Smith both take walk-ins.")]
+    with Memory(tmp_path / "m.db", user="u") as mem:
+        mem.add_many([{"text": t, "speaker": s, "session": "s1"} for s, t in turns])
+        jon = mem.search_detailed("Who painted the walls of Jon's store?").no_answer_inputs
+        gina = mem.search_detailed("Who painted the walls of Gina's store?").no_answer_inputs
+        nobody = mem.search_detailed("Who painted the walls of the store?").no_answer_inputs
+        mem.add_many([{"text": t, "speaker": s, "role": s, "session": "c1"} for s, t in chat], user="v")
+        johnson = mem.search_detailed("How often do I see Dr. Johnson?", user="v").no_answer_inputs
+        smith = mem.search_detailed("How often do I see Dr. Smith?", user="v").no_answer_inputs
+        assistant = mem.search_detailed("Which doctors did you say take walk-ins?", user="v").no_answer_inputs
+    assert jon is not None and gina is not None and nobody is not None
+    assert 0 < jon.subject_unsaid < 1  # "store" he wrote; "painted", "walls" he did not
+    assert gina.subject_unsaid == 0 and nobody.subject_unsaid == 0
+    assert johnson is not None and smith is not None and assistant is not None
+    assert 0 < johnson.subject_unsaid < 1 and smith.subject_unsaid == 0
+    assert assistant.subject_unsaid == 0  # about what the assistant said: no asker's words to check
+
+
 def test_the_command_collects_fits_and_reproduces_from_its_cache(tmp_path):
     import gzip
     import json

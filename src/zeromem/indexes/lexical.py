@@ -214,6 +214,16 @@ class LexicalIndex:
         tid = self.vocabulary.ids.get(token)
         return 0 if tid is None or tid >= self._df.size else int(self._df[tid])
 
+    def documents(self, token: str) -> np.ndarray:
+        """The slots whose current document contains ``token`` (in the order they were added)."""
+        tid = self.vocabulary.ids.get(token)
+        if tid is None or tid >= self._df.size or self._df[tid] == 0:
+            return np.zeros(0, dtype=np.int64)
+        docs, gens, _ = self._postings(tid)
+        if self._stale:
+            docs = docs[self._gen.view()[docs] == gens]
+        return docs.astype(np.int64)
+
     def scores(self, query_tokens: Sequence[str]) -> np.ndarray:
         """float32 BM25 score of every slot (zeros for empty slots and when nothing matches)."""
         out = np.zeros(self.size, dtype=np.float64)

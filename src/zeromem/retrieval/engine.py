@@ -30,18 +30,12 @@ from ..lifecycle.supersede import wants_newest_value
 from ..types import Evidence, Provenance
 from ..views.graph import align_entities, query_ngrams
 from ..views.hierarchy import LEVEL_WEIGHTS, hierarchy_scores
-from .calibrate import (
-    NoAnswerInputs,
-    addresses_listener,
-    keyword_coverage,
-    named_things,
-    no_answer_score,
-    time_compat,
-)
+from .calibrate import NoAnswerInputs, no_answer_score, time_compat
 from .closure import closure_candidates
 from .evidence_order import newest_state_first, taking_turns, values_newest_first, with_current_states
 from .fuse import fuse, normalize_live
 from .learned import shipped as learned_model
+from .no_answer import no_answer_inputs
 from .prepared import PreparedScope
 from .profile import QueryProfile, build_profile, hard_terms, question_focus, question_parts
 from .rank_features import CandidatePool, candidate_features, pool_nodes
@@ -196,7 +190,8 @@ class Engine:
             **{f"h_{lvl}": float(v[node]) for lvl, v in views.lifted.items()},
             "dense_cosine": float(views.dense_cosine[node]), "compatibility": float(compat[node]),
             "route": plan.primary, "small_scope": small}) for node, (value, reason) in ranked]
-        inputs = _no_answer_inputs(prep, profile, views, [node for node, _ in judged[:3]], qtokens, weights)
+        inputs = no_answer_inputs(prep, profile, views.dense_cosine, [node for node, _ in judged[:3]], qtokens,
+                                  weights, self.tokenize)
         return SearchResult(evidence, profile, plan, no_answer_score(inputs), _timings(t0, t_enc),
                             candidates=pool, no_answer_inputs=inputs)
 
@@ -388,34 +383,6 @@ def _role_prior(prep: PreparedScope, profile: QueryProfile) -> np.ndarray | None
     if not profile.about_asker:
         return None
     return np.where(prep.by_user, 1.0, 1 - ASKER_ROLE_PENALTY)
-
-
-def _no_answer_inputs(prep: PreparedScope, profile: QueryProfile, views: _TurnViews, top_nodes: list[int],
-                      qtokens: list[str], weights: dict[str, float]) -> NoAnswerInputs:
-    """What ``calibrate.no_answer_score`` reads: the best three evidence turns (and their
-    neighbours, for keywords) against the query."""
-    prev_turn, next_turn = prep.hier.prev_turn.view(), prep.hier.next_turn.view()
-    texts = [prep.turn_lower[j] for i in top_nodes
-             for j in (int(prev_turn[i]), i, int(next_turn[i])) if j >= 0]
-    blob = " ".join(texts)
-    names = [name.lower() for name in named_things(profile.names)]
-    total = sum(weights.values())
-    found = frozenset().union(*(prep.turn_terms[i] for i in top_nodes))
-    distinct = set(qtokens)
-    off_subject = subject_asks = subject_addresses = 0.0
-    if profile.subject and len(profile.mentioned_speakers) < 2 and top_nodes:
-        first = profile.subject.split()[0].lower()
-        own = [i for i in top_nodes if (prep.turn_speaker[i] or "").lower().startswith(first)]
-        off_subject = (len(top_nodes) - len(own)) / len(top_nodes)
-        subject_asks = sum(bool(prep.question_like[i]) for i in own) / len(top_nodes)
-        subject_addresses = sum(addresses_listener(prep.turn_lower[i]) for i in own) / len(top_nodes)
-    return NoAnswerInputs(
-        keyword_coverage=keyword_coverage(profile.keywords, texts),
-        term_coverage=sum(w for t, w in weights.items() if t in found) / total if total else 0.0,
-        unseen_terms=sum(1 for t in distinct if t not in weights) / len(distinct) if distinct else 0.0,
-        top_cosine=float(np.clip(views.dense_cosine[top_nodes[0]], 0.0, 1.0)) if top_nodes else 0.0,
-        names_missing=sum(name not in blob for name in names) / len(names) if names else 0.0,
-        off_subject=off_subject, subject_asks=subject_asks, subject_addresses=subject_addresses)
 
 
 def _settle(scores: np.ndarray) -> np.ndarray:

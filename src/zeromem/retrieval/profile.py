@@ -12,14 +12,15 @@ import datetime as dt
 import re
 from collections.abc import Iterable
 
-from ..lexicon import QUESTION_LEAD_WORDS, QUESTION_WORDS, STOPWORDS
+from ..lexicon import MONTH_NAMES, QUESTION_LEAD_WORDS, QUESTION_WORDS, STOPWORDS, WEEKDAY_NAMES
 from .profile_zh import build_profile_zh
 from .profile_zh import question_focus as question_focus_zh
 from .profile_zh import question_parts as question_parts_zh
 from .query_profile import QueryProfile, time_cues
 
 __all__ = ["ANSWER_TYPES", "QueryProfile", "about_asker", "answer_labels", "answer_type", "build_profile",
-           "hard_terms", "query_names", "question_focus", "question_parts", "time_cues"]
+           "hard_terms", "is_first_person", "named_things", "query_names", "question_focus", "question_parts",
+           "time_cues"]
 
 _WORD = re.compile(r"[\w][\w'’-]*", re.UNICODE)
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -81,6 +82,29 @@ def query_names(query: str, speakers: Iterable[str]) -> list[str]:
         if name and not all(w.lower() in speaker_words for w in name.split()) and name not in names:
             names.append(name)
     return names
+
+
+_CALENDAR_WORDS = frozenset(MONTH_NAMES) | frozenset(WEEKDAY_NAMES)
+
+
+def is_first_person(name: str) -> bool:
+    """Whether a capitalized "name" of a query is the pronoun I (I, I'm, I've, I'd, I'll)."""
+    return re.fullmatch(r"i(?:['’](?:m|ve|d|ll))?", name.lower()) is not None
+
+
+def named_things(names: list[str]) -> list[str]:
+    """The capitalized names of a query (``QueryProfile.names``) that name a thing: not the
+    pronoun I (I'm, I've) and not a date ("October 6", "June 2022"; time cues judge those).
+    The no-answer score looks for these in the evidence (routing drops only the pronoun)."""
+    out = []
+    for name in names:
+        if is_first_person(name):
+            continue
+        first, *rest = name.lower().split()
+        if first in _CALENDAR_WORDS and all(word.strip(".,").isdigit() for word in rest):
+            continue  # "May 2022" is a date; "May Chen" is a name
+        out.append(name)
+    return out
 
 
 ANSWER_TYPES = ("date", "person", "place", "number", "yes/no", "list", "reason", "description")
