@@ -45,18 +45,19 @@ def no_answer_inputs(prep: PreparedScope, profile: QueryProfile, dense_cosine: n
         top_cosine=float(np.clip(dense_cosine[top_nodes[0]], 0.0, 1.0)) if top_nodes else 0.0,
         names_missing=sum(name not in blob for name in names) / len(names) if names else 0.0,
         off_subject=off_subject, subject_asks=subject_asks, subject_addresses=subject_addresses,
-        subject_unsaid=subject_unsaid(prep, profile, qtokens, tokenize))
+        subject_unsaid=subject_unsaid(prep, profile, qtokens, weights, tokenize))
 
 
 def subject_unsaid(prep: PreparedScope, profile: QueryProfile, qtokens: Sequence[str],
-                   tokenize: Callable[[str], list[str]]) -> float:
+                   weights: dict[str, float], tokenize: Callable[[str], list[str]]) -> float:
     """The idf-weighted share of the query's distinct tokens that the participant the question
     is about never wrote in any turn of the memory; 0 when it is about no one participant.
 
     The participant is the question's one named speaker ("What did Jon…"), else, for a question
     about the asker ("How often do I see Dr. Johnson?"), the turns written in the role "user" —
     only where other roles wrote turns too. The speakers' own names do not count (one seldom
-    writes one's own name), and a token no turn holds counts with the idf of a df of 0.
+    writes one's own name); ``weights``: the idf of each token the memory holds
+    (``select.query_term_weights``), and a token no turn holds counts with the idf of a df of 0.
     """
     wrote = _participant_wrote(prep, profile)
     if wrote is None:
@@ -66,13 +67,13 @@ def subject_unsaid(prep: PreparedScope, profile: QueryProfile, qtokens: Sequence
     if not tokens:
         return 0.0
     lexical = prep.index.turns.lexical
-    n_live = prep.n_live
+    unseen_idf = math.log(1.0 + (prep.n_live + 0.5) / 0.5)
     total = unsaid = 0.0
     for token in tokens:
-        df = prep.term_df.get(token, 0)
-        idf = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
+        held = weights.get(token)
+        idf = unseen_idf if held is None else held
         total += idf
-        if df == 0 or not wrote(lexical.documents(token)):
+        if held is None or not wrote(lexical.documents(token)):
             unsaid += idf
     return unsaid / total if total else 0.0
 
