@@ -231,6 +231,38 @@ def test_cli_locomo_with_bm25_writes_the_issue_json_shape(locomo_file, tmp_path)
     assert "bm25" in result.output
 
 
+def test_cli_memories_are_kept_and_a_rerun_reopens_them_with_the_same_results(locomo_file, tmp_path):
+    folder = tmp_path / "memories"
+    documents = []
+    for run in range(2):
+        out = tmp_path / f"run{run}.json"
+        result = CliRunner().invoke(bench_app, ["locomo", "--data", str(locomo_file), "--k", "5",
+                                                "--systems", "zeromem", "--memories", str(folder),
+                                                "--json", str(out), "--no-progress"])
+        assert result.exit_code == 0, result.output
+        documents.append(json.loads(out.read_text()))
+        assert len(list(folder.glob("*.db"))) == 1  # one conversation, kept once
+    built, reopened = (d["systems"]["zeromem"]["overall"] for d in documents)
+    assert built["reopened_memories"] == 0 and built["ingest_ms_per_turn"] > 0
+    # the second run searched the kept memory: same evidence, and no ingest to report
+    assert reopened["reopened_memories"] == 1 and reopened["ingest_ms_per_turn"] is None
+    for key in ("recall@5", "all@5", "mrr", "answer_in_context", "context_tokens"):
+        assert reopened[key] == built[key]
+    assert documents[1]["config"]["memories"] == str(folder)
+    assert any("reopened" in note for note in documents[1]["notes"])
+    assert not any("reopened" in note for note in documents[0]["notes"])
+    # other data (one turn edited) is never taken for the kept memory
+    conv = _conversation()
+    conv["session_2"][1]["text"] = "I finished my second pottery bowl!"
+    edited = tmp_path / "edited" / "tiny.json"
+    edited.parent.mkdir()
+    edited.write_text(json.dumps(conv), encoding="utf-8")
+    result = CliRunner().invoke(bench_app, ["locomo", "--data", str(edited), "--systems", "zeromem",
+                                            "--memories", str(folder), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert len(list(folder.glob("*.db"))) == 2
+
+
 def test_cli_reports_bad_input_without_a_traceback(tmp_path):
     runner = CliRunner()
     missing = runner.invoke(bench_app, ["locomo", "--data", str(tmp_path / "nope.json"),

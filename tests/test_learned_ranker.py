@@ -152,23 +152,30 @@ def test_no_shipped_model_is_a_clear_error(monkeypatch):
 
 
 def test_a_pool_memory_stopped_mid_ingest_is_built_again(tmp_path):
-    from zeromem.bench.ranker_data import stored_memory
+    from zeromem.bench.memories import memory_path, stored_memory
     from zeromem.bench.records import Corpus, Unit
 
     drafts = [{"text": f"Turn {i} is about the blue kite number {i}.", "session": "s1",
                "speaker": "Ann", "source_id": f"t{i}"} for i in range(6)]
     corpus = Corpus("c1", [Unit(d["source_id"], d, d["text"]) for d in drafts], [])
     config = Config(index_on_write=False)
+    path = memory_path(tmp_path, corpus)
     # a run that died mid-ingest left a partial store under the temporary name
-    import hashlib
-    name = hashlib.sha256(b"c1").hexdigest()[:16]
-    with Memory(tmp_path / f"{name}.partial.db", user="c1", config=config) as left:
+    with Memory(path.with_suffix(".partial.db"), user="c1", config=config) as left:
         left.add_many(drafts[:2], user="c1")
-    with stored_memory(tmp_path, corpus, config) as mem:
+    mem, ingest_ms = stored_memory(tmp_path, corpus, config)
+    with mem:
         assert len(mem.list(limit=100, user="c1")) == 6
-    assert not (tmp_path / f"{name}.partial.db").exists()
+    assert ingest_ms is not None and ingest_ms > 0
+    assert not path.with_suffix(".partial.db").exists()
     # a complete store is reopened, not built again
-    stamp = (tmp_path / f"{name}.db").stat().st_mtime_ns
-    with stored_memory(tmp_path, corpus, config) as mem:
+    stamp = path.stat().st_mtime_ns
+    mem, ingest_ms = stored_memory(tmp_path, corpus, config)
+    with mem:
         assert len(mem.list(limit=100, user="c1")) == 6
-    assert (tmp_path / f"{name}.db").stat().st_mtime_ns == stamp
+    assert ingest_ms is None and path.stat().st_mtime_ns == stamp
+    # the name follows the corpus's content: the same units, the same file; other units, another
+    assert memory_path(tmp_path, Corpus("c1", list(corpus.units), [])) == path
+    edited = [Unit(u.key, {**u.draft, "text": u.draft["text"] + "!"}, u.text) for u in corpus.units]
+    assert memory_path(tmp_path, Corpus("c1", edited, [])) != path
+    assert memory_path(tmp_path, Corpus("c2", list(corpus.units), [])) != path

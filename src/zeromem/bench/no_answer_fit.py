@@ -109,7 +109,7 @@ def collect(benchmark: str, data: Path, cache: Path, *, config: Config | None = 
     stored under ``cache`` and reopened on a rerun, as for the ranker's pools)."""
     from tqdm import tqdm
 
-    from .ranker_data import stored_memory
+    from .memories import stored_memory
 
     config = config or Config()
     plan = QUESTIONS[benchmark](data)
@@ -119,7 +119,7 @@ def collect(benchmark: str, data: Path, cache: Path, *, config: Config | None = 
     with tqdm(total=sum(len(asked) for _, _, asked in plan), disable=not progress, unit="q",
               desc=benchmark) as bar:
         for corpus, name, asked in plan:
-            mem = stored_memory(stores, corpus, config)
+            mem, _ = stored_memory(stores, corpus, config)
             try:
                 for query, unanswerable in asked:
                     result = mem.search_detailed(query.text, user=corpus.name, k=K, now=query.asked_at)

@@ -13,7 +13,6 @@ paid once; the pools go to ``<cache>/<benchmark>.npz``.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ import numpy as np
 
 from ..config import Config
 from ..retrieval.rank_features import FEATURES
+from .memories import stored_memory
 from .npz import load_arrays, save_arrays
 from .records import Corpus
 
@@ -82,29 +82,6 @@ def corpora_of(benchmark: str, data: Path) -> tuple[list[Corpus], list[int]]:
     raise ValueError(f"unknown benchmark {benchmark!r}; known: {', '.join(BENCHMARKS)}")
 
 
-def stored_memory(folder: Path, corpus: Corpus, config: Config) -> Any:
-    """The memory of ``corpus`` kept in ``folder``: reopened when a run stored it in full, else
-    built anew. It is built under a temporary name and renamed once every unit is stored and
-    indexed, so a run stopped mid-ingest leaves no file that a rerun would take as complete."""
-    from ..memory import Memory
-    from .stream import _remove_db
-
-    name = hashlib.sha256(corpus.name.encode()).hexdigest()[:16]
-    path = folder / f"{name}.db"
-    if not path.exists():
-        partial = folder / f"{name}.partial.db"
-        _remove_db(partial)  # what a stopped run left
-        with Memory(partial, user=corpus.name, config=config) as mem:
-            mem.add_many([unit.draft for unit in corpus.units], user=corpus.name)
-            mem.index(user=corpus.name)
-        # Moved, not copied; a log that closing did not fold in goes along, before the file.
-        for suffix in ("-wal", ""):
-            if Path(f"{partial}{suffix}").exists():
-                Path(f"{partial}{suffix}").rename(f"{path}{suffix}")
-        _remove_db(partial)  # its -shm
-    return Memory(path, user=corpus.name, config=config)
-
-
 def _fold(query_extra: dict[str, Any], corpus_fold: int) -> int:
     if corpus_fold >= 0:
         return corpus_fold
@@ -133,7 +110,7 @@ def export(benchmark: str, data: Path, cache: Path, *, config: Config | None = N
     total = sum(sum(q.scored for q in c.queries) for c in corpora)
     with tqdm(total=total, disable=not progress, unit="q", desc=benchmark) as bar:
         for corpus, corpus_fold in zip(corpora, folds):
-            mem = stored_memory(stores, corpus, config)
+            mem, _ = stored_memory(stores, corpus, config)
             try:
                 for query in corpus.queries:
                     if not query.scored:

@@ -89,6 +89,7 @@ class SystemRun:
     reader_llm: reader_base.LLMUsage | None = None
     model_load_ms: float | None = None  # encoder loading, once per process: setup, not ingest
     no_answer_threshold: float | None = None
+    reopened: int = 0  # corpora whose memory an earlier run kept: ingest was not measured
 
 
 class System(Protocol):

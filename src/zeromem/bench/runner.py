@@ -17,6 +17,7 @@ counter around each system's ingest and queries and raises ``LLMForbidden`` if i
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..reader import base as reader_base
@@ -36,9 +37,11 @@ __all__ = ["CURVE_K", "Corpus", "Query", "QueryResult", "QuestionRun", "System",
            "elapsed_ms", "execute", "make_systems", "run_benchmark", "run_reader"]
 
 
-def make_systems(names: Sequence[str], config: Any = None, *, progress: bool = False) -> list[System]:
+def make_systems(names: Sequence[str], config: Any = None, *, progress: bool = False,
+                 memories: Path | None = None) -> list[System]:
     """Instantiate systems by name: zeromem variants and the baselines (one shared index set);
-    ``progress``: zeromem shows a bar while it indexes a corpus."""
+    ``progress``: zeromem shows a bar while it indexes a corpus; ``memories``: the folder where
+    zeromem keeps each corpus's memory for later runs (bench/memories.py)."""
     from ..config import Config
     from .baselines import BASELINES, TurnIndexes
     from .zeromem_system import ABLATIONS, ZeromemSystem
@@ -48,7 +51,7 @@ def make_systems(names: Sequence[str], config: Any = None, *, progress: bool = F
     systems: list[System] = []
     for name in names:
         if name in ABLATIONS:
-            systems.append(ZeromemSystem(name, config, progress=progress))
+            systems.append(ZeromemSystem(name, config, progress=progress, memories=memories))
         elif name in BASELINES:
             shared = shared or TurnIndexes(config.encoders)
             systems.append(BASELINES[name](shared))
@@ -90,6 +93,7 @@ def run_benchmark(corpora: Sequence[Corpus], systems: Sequence[System], k: int, 
         bar.close()
         for result, system in zip(results, systems):
             result.model_load_ms = getattr(system, "model_load_ms", None)
+            result.reopened = getattr(system, "reopened", 0)
             system.close()
     return results
 
@@ -119,13 +123,14 @@ def run_reader(results: Sequence[SystemRun], reader: Any, *, progress: bool = Tr
 def execute(benchmark: str, corpora: Sequence[Corpus], system_names: Sequence[str], k: int, *,
             report_system: Callable[[SystemRun, int, str | None], dict[str, Any]],
             data: dict[str, Any], options: dict[str, Any], config: Any = None,
-            reader: Any = None, progress: bool = True) -> dict[str, Any]:
-    """Run a whole benchmark and return its JSON document (see :mod:`zeromem.bench.report`)."""
+            reader: Any = None, progress: bool = True, memories: Path | None = None) -> dict[str, Any]:
+    """Run a whole benchmark and return its JSON document (see :mod:`zeromem.bench.report`);
+    ``memories``: keep zeromem's memories there and reopen them on a rerun."""
     from ..encoders.token_count import load_token_counter
     from . import report
 
     tokenizer, count_tokens = load_token_counter()
-    systems = make_systems(system_names, config, progress=progress)
+    systems = make_systems(system_names, config, progress=progress, memories=memories)
     results = run_benchmark(corpora, systems, k, count_tokens=count_tokens, progress=progress)
     model = getattr(reader, "model", None) if reader is not None else None
     if reader is not None:
@@ -140,5 +145,10 @@ def execute(benchmark: str, corpora: Sequence[Corpus], system_names: Sequence[st
         "retrieval metrics use the evidence Memory.search returned for that call",
         "mrr is 0-1; every other rate is a percentage 0-100; times are milliseconds",
     ]
+    reopened = {result.name: result.reopened for result in results if result.reopened}
+    if reopened:
+        notes.append(f"memories kept in {memories} by an earlier run were reopened "
+                     f"({', '.join(f'{name}: {n}' for name, n in reopened.items())}): "
+                     "their ingest was not measured")
     return report.build_document(benchmark, k, blocks, data=data, options=options,
                                  tokenizer=tokenizer, notes=notes)

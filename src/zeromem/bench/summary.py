@@ -88,10 +88,12 @@ def latency_block(runs: Sequence[QuestionRun]) -> dict[str, Any]:
 
 
 def cost_block(result: SystemRun) -> dict[str, Any]:
-    """Ingest time per turn (model loading excluded, reported apart) and the memory
-    operations' LLM usage (zero, or the run failed)."""
+    """Ingest time per turn (model loading excluded, reported apart; None when a memory was
+    reopened from an earlier run, ``reopened_memories``) and the memory operations' LLM usage
+    (zero, or the run failed)."""
     return {
-        "ingest_ms_per_turn": result.ingest_ms / result.turns if result.turns else None,
+        "ingest_ms_per_turn": result.ingest_ms / result.turns if result.turns and not result.reopened else None,
+        "reopened_memories": result.reopened,
         "model_load_ms": result.model_load_ms,
         "llm_calls": result.llm.calls,
         "llm_tokens": result.llm.tokens,
