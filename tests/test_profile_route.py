@@ -142,6 +142,10 @@ def test_a_where_question_prefers_a_turn_that_names_a_place(tmp_path, monkeypatc
     ("What did I name my first bike?", True),
     ("What did I tell you about my cousin's wedding?", True),  # "you" told: still my account
     ("Can you remind me where I parked last Tuesday?", True),  # a request, not your words
+    # what a request to recall asks for decides, not the asker's words around it
+    ("I'm back to our chat about the dungeon. Can you remind me how many mummies the party meets?", False),
+    ("I was wondering if you could remind me of the deli near the Vatican we talked about.", False),
+    ("I'm planning my trip. Could you tell me what my budget was?", True),
     ("Put these in order: 'I sold the van', 'I bought a kayak'.", True),  # my own words, quoted
     ("What did you recommend for my back pain?", False),  # your advice: your turns
     ("Which recipe did you suggest I try?", False),

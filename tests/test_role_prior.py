@@ -68,3 +68,26 @@ def test_a_scope_without_assistant_turns_ranks_as_before(tmp_path):
     plain = [e.text for e in mem.search("Where are the sketchbooks put?", user="ana", k=2)]
     assert sorted(asked) == sorted(texts) and sorted(plain) == sorted(texts)
     mem.close()
+
+
+def test_a_recall_request_is_judged_by_what_it_asks_for(tmp_path, monkeypatch):
+    # The asker's "I" around "could you remind me of …" does not make the assistant's words
+    # theirs: no role preference is applied, so the assistant's reply naming the restaurant
+    # stays ahead of the user's unrelated turn (before D-060 it fell behind it).
+    mem = Memory(tmp_path / "m.db", user="ana")
+    trip = "I'm going to Bandung next month and want to eat well near Cihampelas Walk."
+    named = "Near Cihampelas Walk, Miss Bee Providore serves a great Nasi Goreng with prawn crackers."
+    hotel = "Thanks! I also need a hotel."
+    mem.add_many([{"text": trip, "role": "user", "speaker": "user", "session": "s1"},
+                  {"text": named, "role": "assistant", "speaker": "assistant", "session": "s1"},
+                  {"text": hotel, "role": "user", "speaker": "user", "session": "s1"},
+                  {"text": "Could you suggest a good route along the coast?", "role": "user",
+                   "speaker": "user", "session": "s2"}], user="ana")
+    asked = ("I'm planning to visit Bandung again and I was wondering if you could remind me of the "
+             "restaurant near Cihampelas Walk with the great Nasi Goreng.")
+    ranked = [e.text for e in mem.search(asked, user="ana", k=3)]
+    assert ranked.index(named) < ranked.index(hotel)
+    monkeypatch.setattr(engine, "ASKER_ROLE_PENALTY", 0.0)
+    mem.add("An unrelated note.", session="s9", speaker="user")  # a new version: no cached result
+    assert [e.text for e in mem.search(asked, user="ana", k=3)] == ranked
+    mem.close()

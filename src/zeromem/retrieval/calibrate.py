@@ -117,21 +117,21 @@ class NoAnswerInputs:
 # `zeromem bench fit-no-answer` (L2 0.1, every row weighted the same) on the dev questions of
 # LoCoMo (5 conversations: 237 adversarial vs 760 answerable) and LongMemEval-S (17 abstention
 # questions vs the file's 221 others); that command reproduces these constants and measures them
-# out of sample (docs/decisions.md#d-058).
-NA_BIAS = -1.179
-NA_KEYWORD_COVERAGE = 0.17  # overlaps NA_TERM_COVERAGE: together they favour rare words found
-NA_TERM_COVERAGE = -0.164  # the question's rare words in the evidence: an answer is there
-NA_UNSEEN_TERMS = -2.074  # words the memory never saw: beside NA_SUBJECT_UNSAID (which counts
+# out of sample (docs/decisions.md#d-058, refit at d-060).
+NA_BIAS = -1.187
+NA_KEYWORD_COVERAGE = 0.227  # overlaps NA_TERM_COVERAGE: together they favour rare words found
+NA_TERM_COVERAGE = -0.231  # the question's rare words in the evidence: an answer is there
+NA_UNSEEN_TERMS = -2.101  # words the memory never saw: beside NA_SUBJECT_UNSAID (which counts
 # them for a question about one participant) an unseen word is mostly a paraphrase
-NA_TOP_COSINE = -3.293  # evidence that means what the question asks
-NA_NAMES_MISSING = 1.076  # a name of the question missing from the evidence
-NA_OFF_SUBJECT = 4.411  # the question's subject did not say the evidence
-NA_SUBJECT_ASKS = 3.189  # the subject asked about it: asking is not telling
-NA_SUBJECT_ADDRESSES = 2.896  # the subject spoke of the listener's things ("your son")
-NA_SUBJECT_UNSAID = 2.343  # words of the question the subject never wrote
+NA_TOP_COSINE = -3.266  # evidence that means what the question asks
+NA_NAMES_MISSING = 1.095  # a name of the question missing from the evidence
+NA_OFF_SUBJECT = 4.4  # the question's subject did not say the evidence
+NA_SUBJECT_ASKS = 3.181  # the subject asked about it: asking is not telling
+NA_SUBJECT_ADDRESSES = 2.891  # the subject spoke of the listener's things ("your son")
+NA_SUBJECT_UNSAID = 2.393  # words of the question the subject never wrote
 # "No answer" when the score is at least this: the lowest cut with ≥ 90 % precision on the rows
 # of the fit (56 flagged, 91.1 % precision, 20.1 % recall).
-NO_ANSWER_THRESHOLD = 0.802
+NO_ANSWER_THRESHOLD = 0.8
 
 
 # The listener's things: English "your(s)", Chinese 你的 / 您的 (lower-cased text).

@@ -52,7 +52,7 @@ ANSWER_LABEL_BOOST = 1.0  # list questions: × (1 + this) for turns naming an en
 ANSWER_KIND_BOOST = 0.25  # one-answer questions: × (1 + this) for turns naming an entity of the asked kind
 # "What did I…" asked of an assistant's memory: the user's own turns say what happened to them;
 # the assistant's replies (often long, and echoing the user's words) rank × (1 − this).
-ASKER_ROLE_PENALTY = 0.5
+ASKER_ROLE_PENALTY = 0.7
 AGGREGATE_DIVERSITY = 0.9  # δ for them when the configured session_diversity is plain ranking
 LOWERCASE_TITLE_MATCH = 0.5  # title match strength when the query writes a capitalized title in lower case
 TITLE_WEIGHT = 1.0  # a trace whose title (Trace.title) the query names outright

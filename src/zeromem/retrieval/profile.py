@@ -161,13 +161,24 @@ _YOU_AS_OBJECT = re.compile(r"\b(?:tell|told|telling|ask|asked|asking|show|showe
 # "Can you remind me…", "if you could tell me…": a request to the listener, not a report of
 # what the listener said.
 _REQUEST = re.compile(r"\b(?:can|could|would|will)\s+you\b|\bif\s+you\s+(?:can|could|would)\b", re.I)
+# "… and I was wondering if you could remind me of the restaurant in Cihampelas Walk": what is
+# asked is what follows the request; the asker's "I"/"me" around it say nothing of whose turns
+# hold it.
+_RECALL_REQUEST = re.compile(r"\b(?:(?:can|could|would|will)\s+you|if\s+you\s+(?:can|could|would))"
+                             r"\s+(?:please\s+)?(?:remind|tell)\s+me\b(?:\s+(?:of|about)\b)?", re.I)
 
 
 def about_asker(query: str) -> bool:
     """Whether the query asks about the asker ("How many projects have I led?", "my sister's
     name", "What did I tell you about my trip?") rather than about what the other party said or
-    did ("What did you recommend?"). A quoted "I …" counts: it is the asker's own words."""
-    rest = _REQUEST.sub(" ", _YOU_AS_OBJECT.sub(" ", query))
+    did ("What did you recommend?"). A quoted "I …" counts: it is the asker's own words. After
+    a request to recall ("Can you remind me …", "if you could tell me …"), only what it asks
+    for counts: "I'm going back to our chat — can you remind me how many mummies the party
+    meets?" is not about the asker, "Can you remind me where I parked?" is."""
+    asked = query
+    for request in _RECALL_REQUEST.finditer(query):
+        asked = query[request.end():]
+    rest = _REQUEST.sub(" ", _YOU_AS_OBJECT.sub(" ", asked))
     return bool(_FIRST_PERSON.search(rest)) and not _SECOND_PERSON.search(rest)
 
 
