@@ -153,6 +153,42 @@ def test_words_the_subject_never_wrote_raise_subject_unsaid(tmp_path):
     assert assistant.subject_unsaid == 0  # about what the assistant said: no asker's words to check
 
 
+def test_subject_unsaid_reads_the_sessions_the_evidence_comes_from(tmp_path):
+    """The asker wrote "Shinjuku" — in another conversation, about a film. Judged where the
+    evidence about their apartment is, "Shinjuku" is a word they never said there."""
+    from internals import retriever_of
+    from zeromem import Memory
+    from zeromem.encoders.tokenize import tokenize
+    from zeromem.retrieval.no_answer import subject_unsaid
+    from zeromem.retrieval.profile import build_profile
+    from zeromem.retrieval.select import query_term_weights
+
+    home = [("user", "I have lived in my apartment in Tokyo for three years now."),
+            ("assistant", "Three years in one apartment is a long time!")]
+    film = [("user", "We watched a documentary about Shinjuku nightlife yesterday."),
+            ("assistant", "Shinjuku has some of the busiest streets in the world.")]
+    with Memory(tmp_path / "m.db", user="v") as mem:
+        mem.add_many([{"text": t, "speaker": r, "role": r, "session": "home"} for r, t in home]
+                     + [{"text": t, "speaker": r, "role": r, "session": "film"} for r, t in film])
+        prep = retriever_of(mem).prepared(mem.scope)
+        names = [prep.hier.sessions[i] for i in prep.hier.turn_session[: len(prep.alive)].tolist()]
+        at_home = [node for node, name in enumerate(names) if name == "home"]
+        everywhere = list(range(len(names)))
+
+        def unsaid(question: str, nodes: list[int]) -> float:
+            tokens = tokenize(question)
+            weights = query_term_weights(tokens, prep.term_df, prep.n_live)
+            return subject_unsaid(prep, build_profile(question, prep.speakers), tokens, weights,
+                                  tokenize, nodes)
+
+        shinjuku = "How long have I lived in my apartment in Shinjuku?"
+        tokyo = unsaid("How long have I lived in my apartment in Tokyo?", at_home)
+        # "long" only the assistant wrote; "Shinjuku" the asker wrote, but not at home
+        assert 0 < tokyo < unsaid(shinjuku, at_home)
+        assert unsaid(shinjuku, everywhere) < unsaid(shinjuku, at_home)  # the film's session read too
+        assert unsaid(shinjuku, []) == 0  # no evidence: nothing to read
+
+
 def test_the_command_collects_fits_and_reproduces_from_its_cache(tmp_path):
     import gzip
     import json

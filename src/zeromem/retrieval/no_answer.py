@@ -1,8 +1,8 @@
 """The no-answer inputs of one search (``calibrate.NoAnswerInputs``), read off the prepared scope,
 the query and the evidence chosen for it; ``calibrate.no_answer_score`` turns them into a score.
 
-Most inputs look at the best three evidence turns. ``subject_unsaid`` looks at the whole memory:
-which of the question's words the participant it is about ever wrote.
+Most inputs look at the best three evidence turns. ``subject_unsaid`` looks at the sessions
+those turns come from: which of the question's words the participant it is about wrote there.
 """
 
 from __future__ import annotations
@@ -45,35 +45,46 @@ def no_answer_inputs(prep: PreparedScope, profile: QueryProfile, dense_cosine: n
         top_cosine=float(np.clip(dense_cosine[top_nodes[0]], 0.0, 1.0)) if top_nodes else 0.0,
         names_missing=sum(name not in blob for name in names) / len(names) if names else 0.0,
         off_subject=off_subject, subject_asks=subject_asks, subject_addresses=subject_addresses,
-        subject_unsaid=subject_unsaid(prep, profile, qtokens, weights, tokenize))
+        subject_unsaid=subject_unsaid(prep, profile, qtokens, weights, tokenize, top_nodes))
 
 
 def subject_unsaid(prep: PreparedScope, profile: QueryProfile, qtokens: Sequence[str],
-                   weights: dict[str, float], tokenize: Callable[[str], list[str]]) -> float:
+                   weights: dict[str, float], tokenize: Callable[[str], list[str]],
+                   top_nodes: Sequence[int]) -> float:
     """The idf-weighted share of the query's distinct tokens that the participant the question
-    is about never wrote in any turn of the memory; 0 when it is about no one participant.
+    is about did not write in the sessions of the best evidence turns ``top_nodes``; 0 when it
+    is about no one participant or there is no evidence.
 
     The participant is the question's one named speaker ("What did Jon…"), else, for a question
     about the asker ("How often do I see Dr. Johnson?"), the turns written in the role "user" —
-    only where other roles wrote turns too. The speakers' own names do not count (one seldom
-    writes one's own name); ``weights``: the idf of each token the memory holds
+    only where other roles wrote turns too. The sessions are where the evidence for the
+    question was found: "How long have I lived in my apartment in Shinjuku?" finds the session
+    where the user talks of their apartment, and "Shinjuku" is not among their words there (it
+    may be elsewhere in a long memory, in another context). The speakers' own names do not count
+    (one seldom writes one's own name); ``weights``: the idf of each token the memory holds
     (``select.query_term_weights``), and a token no turn holds counts with the idf of a df of 0.
     """
     wrote = _participant_wrote(prep, profile)
-    if wrote is None:
+    if wrote is None or not top_nodes:
         return 0.0
     names = {t for speaker in prep.speakers for t in tokenize(speaker)}
     tokens = [t for t in dict.fromkeys(qtokens) if t not in names]
     if not tokens:
         return 0.0
     lexical = prep.index.turns.lexical
+    session = prep.hier.turn_session
+    near = np.unique(session[np.asarray(top_nodes)])
     unseen_idf = math.log(1.0 + (prep.n_live + 0.5) / 0.5)
     total = unsaid = 0.0
     for token in tokens:
         held = weights.get(token)
         idf = unseen_idf if held is None else held
         total += idf
-        if held is None or not wrote(lexical.documents(token)):
+        if held is None:
+            unsaid += idf
+            continue
+        slots = lexical.documents(token)
+        if not wrote(slots[np.isin(session[slots], near)]):
             unsaid += idf
     return unsaid / total if total else 0.0
 
