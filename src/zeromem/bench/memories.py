@@ -1,12 +1,12 @@
 """Benchmark memories kept on disk and reopened by a later run, so ingest is paid once.
 
-A corpus's memory is named by a digest of the corpus — its name and every unit's key and draft —
-so another data file, another ``--limit`` or ``--pad-sessions`` draw, or edited data never
-reopens a memory built from something else. It is built under a temporary name and renamed once
-every unit is stored and indexed: a run stopped mid-ingest leaves no file that a rerun would
-take as complete. What the digest cannot see is the code and configuration of the write path:
-after changing either, keep memories in a new folder (a different embedder is refused on open,
-``EmbedderMismatch``).
+A corpus's memory is named by a digest of zeromem's version and the corpus — its name and every
+unit's key and draft — so another release, another data file, another ``--limit`` or
+``--pad-sessions`` draw, or edited data never reopens a memory built from something else. It is
+built under a temporary name and renamed once every unit is stored and indexed: a run stopped
+mid-ingest leaves no file that a rerun would take as complete. What the digest cannot see is a
+change to the write path's code within a version, or to its configuration: after either, keep
+memories in a new folder (a different embedder is refused on open, ``EmbedderMismatch``).
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ..config import Config
 from .records import Corpus, elapsed_ms
 
 
 def memory_path(folder: Path, corpus: Corpus) -> Path:
     """Where ``corpus``'s memory is kept in ``folder``."""
-    digest = hashlib.sha256(corpus.name.encode())
+    digest = hashlib.sha256(f"zeromem {__version__}\0{corpus.name}".encode())
     for unit in corpus.units:
         digest.update(b"\0" + unit.key.encode() + b"\0")
         digest.update(json.dumps(unit.draft, sort_keys=True, default=str).encode())
