@@ -151,7 +151,23 @@ def test_no_shipped_model_is_a_clear_error(monkeypatch):
     learned.shipped.cache_clear()
 
 
+def _dead_pid() -> int:
+    import os
+
+    pid = 4_000_000
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except PermissionError:
+            pass
+        pid += 1
+
+
 def test_a_pool_memory_stopped_mid_ingest_is_built_again(tmp_path):
+    import os
+
     from zeromem.bench.memories import memory_path, stored_memory
     from zeromem.bench.records import Corpus, Unit
 
@@ -160,14 +176,19 @@ def test_a_pool_memory_stopped_mid_ingest_is_built_again(tmp_path):
     corpus = Corpus("c1", [Unit(d["source_id"], d, d["text"]) for d in drafts], [])
     config = Config(index_on_write=False)
     path = memory_path(tmp_path, corpus)
-    # a run that died mid-ingest left a partial store under the temporary name
-    with Memory(path.with_suffix(".partial.db"), user="c1", config=config) as left:
-        left.add_many(drafts[:2], user="c1")
+    # a run that died mid-ingest left a partial store; one still running has its own
+    stopped = tmp_path / f"{path.stem}.{_dead_pid()}.0000.partial.db"
+    running = tmp_path / f"{path.stem}.{os.getpid()}.ffff.partial.db"
+    for left_by in (stopped, running):
+        with Memory(left_by, user="c1", config=config) as left:
+            left.add_many(drafts[:2], user="c1")
     mem, ingest_ms = stored_memory(tmp_path, corpus, config)
     with mem:
         assert len(mem.list(limit=100, user="c1")) == 6
     assert ingest_ms is not None and ingest_ms > 0
-    assert not path.with_suffix(".partial.db").exists()
+    assert not stopped.exists() and running.exists()
+    assert sorted(p.name for p in tmp_path.glob("*.partial.db")) == [running.name]
+    assert not list(tmp_path.glob(f"{path.name}-wal"))  # the published file holds everything
     # a complete store is reopened, not built again
     stamp = path.stat().st_mtime_ns
     mem, ingest_ms = stored_memory(tmp_path, corpus, config)
@@ -179,3 +200,24 @@ def test_a_pool_memory_stopped_mid_ingest_is_built_again(tmp_path):
     edited = [Unit(u.key, {**u.draft, "text": u.draft["text"] + "!"}, u.text) for u in corpus.units]
     assert memory_path(tmp_path, Corpus("c1", edited, [])) != path
     assert memory_path(tmp_path, Corpus("c2", list(corpus.units), [])) != path
+
+
+def test_two_runs_building_one_memory_at_once_both_get_it_whole(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from zeromem.bench.memories import memory_path, stored_memory
+    from zeromem.bench.records import Corpus, Unit
+
+    drafts = [{"text": f"Entry {i}: the green boat sailed to island {i}.", "session": f"s{i % 3}",
+               "speaker": "Bo", "source_id": f"e{i}"} for i in range(12)]
+    corpus = Corpus("race", [Unit(d["source_id"], d, d["text"]) for d in drafts], [])
+    config = Config(index_on_write=False)
+
+    def build(_: int) -> int:
+        mem, _ms = stored_memory(tmp_path, corpus, config)
+        with mem:
+            return len(mem.list(limit=100, user="race"))
+
+    with ThreadPoolExecutor(2) as pool:
+        assert list(pool.map(build, range(2))) == [12, 12]
+    assert [p.name for p in tmp_path.glob("*.db")] == [memory_path(tmp_path, corpus).name]
