@@ -3,10 +3,10 @@
 A corpus's memory is named by a digest of zeromem's version and the corpus — its name and every
 unit's key and draft — so another release, another data file, another ``--limit`` or
 ``--pad-sessions`` draw, or edited data never reopens a memory built from something else. It is
-built under a temporary name and renamed once every unit is stored and indexed: a run stopped
-mid-ingest leaves no file that a rerun would take as complete. Two runs may build the same
-corpus at once (two bench processes on one folder): each builds under a name of its own and the
-first to finish publishes it (a hard link, which fails when the name is taken); the other keeps
+built under a name of its own and published under its real name (a hard link) only once every
+unit is stored and indexed: a run stopped mid-ingest leaves no file that a rerun would take as
+complete. Two runs may build the same corpus at once (two bench processes on one folder): the
+first to finish publishes its build (the link fails when the name is taken); the other keeps
 the published one. A partial file whose process is gone is removed by the next build. What the
 digest cannot see is a change to the write path's code within a version, or to its
 configuration: after either, keep memories in a new folder (a different embedder is refused on
@@ -101,4 +101,3 @@ def _running(pid: int) -> bool:
     except PermissionError:
         return True  # someone else's process
     return True
-

@@ -164,8 +164,8 @@ _REQUEST = re.compile(r"\b(?:can|could|would|will)\s+you\b|\bif\s+you\s+(?:can|c
 # "… and I was wondering if you could remind me of the restaurant in Cihampelas Walk": what is
 # asked is what follows the request; the asker's "I"/"me" around it say nothing of whose turns
 # hold it.
-_RECALL_REQUEST = re.compile(r"\b(?:(?:can|could|would|will)\s+you|if\s+you\s+(?:can|could|would))"
-                             r"\s+(?:please\s+)?(?:remind|tell)\s+me\b(?:\s+(?:of|about)\b)?", re.I)
+_RECALL_REQUEST = re.compile(rf"(?:{_REQUEST.pattern})\s+(?:please\s+)?(?:remind|tell)\s+me\b"
+                             r"(?:\s+(?:of|about)\b)?", re.I)
 
 
 def about_asker(query: str) -> bool:
