@@ -18,8 +18,10 @@ from zeromem import Memory
 from zeromem.bench import hotpotqa, locomo
 from zeromem.bench.cli import bench_app
 from zeromem.bench.runner import QueryResult, run_benchmark, run_reader
+from zeromem.bench.zeromem_system import ZeromemSystem
 from zeromem.errors import LLMForbidden
 from zeromem.reader import ReaderAnswer, record_call
+from zeromem.retrieval import calibrate
 
 TURNS = [
     ("Ana", "I moved to Denver last week for my new job."),
@@ -144,6 +146,34 @@ def test_no_answer_score_is_scored_by_auroc_when_exposed(locomo_file):
     adversarial = locomo.system_report(result, 5)["adversarial"]
     assert adversarial["no_answer_auroc"] == pytest.approx(100 * 3 / 4)
     assert adversarial["no_answer_accuracy"] == pytest.approx(100 * 4 / 5)
+    # Flagged at 0.5 (no threshold declared): 0.9 (adversarial) and 0.95 (answerable).
+    assert adversarial["no_answer_precision"] == pytest.approx(50.0)
+    assert adversarial["no_answer_recall"] == pytest.approx(100.0)
+
+
+def test_no_answer_accuracy_is_read_at_the_threshold_the_system_declares(locomo_file):
+    corpus = locomo.load_locomo([locomo_file]).corpora[0]
+    scores = {"Who visited Ben in Denver?": 0.9, "Where did Ana move?": 0.6}
+
+    class Declares(Scripted):
+        def no_answer_threshold(self):
+            return 0.7
+
+    [result] = run_benchmark([corpus], [Declares("s", {}, no_answer=scores)], 5,
+                             count_tokens=len, progress=False)
+    adversarial = locomo.system_report(result, 5)["adversarial"]
+    # At 0.7 only the adversarial question is flagged: all 5 right (at 0.5, 4 of 5).
+    assert adversarial["no_answer_threshold"] == 0.7
+    assert adversarial["no_answer_accuracy"] == pytest.approx(100.0)
+    assert adversarial["no_answer_precision"] == adversarial["no_answer_recall"] == pytest.approx(100.0)
+
+
+def test_zeromem_declares_the_engines_no_answer_threshold():
+    system = ZeromemSystem()
+    try:
+        assert system.no_answer_threshold() == calibrate.NO_ANSWER_THRESHOLD
+    finally:
+        system.close()
 
 
 def test_a_memory_operation_that_calls_an_llm_fails_the_run(locomo_file):

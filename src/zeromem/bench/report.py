@@ -209,14 +209,15 @@ def print_tables(document: dict[str, Any], console: Console | None = None) -> No
     for name, block in systems.items():
         adversarial, reader = block.get("adversarial") or {}, block.get("reader") or {}
         tokens = reader.get("prompt_tokens", 0) + reader.get("completion_tokens", 0) if reader else None
-        cells = [adversarial.get("no_answer_auroc"), adversarial.get("no_answer_accuracy"),
-                 reader.get("f1"), reader.get("bleu1"), tokens]
+        cells = [adversarial.get("no_answer_auroc"), adversarial.get("no_answer_threshold"),
+                 adversarial.get("no_answer_accuracy"), adversarial.get("no_answer_precision"),
+                 adversarial.get("no_answer_recall"), reader.get("f1"), reader.get("bleu1"), tokens]
         if any(cell not in (None, "n/a") for cell in cells):
             rows.append((name, *map(_cell, cells)))
     if rows:
         extras = Table(title="no-answer detection (adversarial) and reader (percent)")
-        for column in ("system", "no-answer AUROC", "no-answer acc", "reader F1",
-                       "reader BLEU-1", "reader tokens"):
+        for column in ("system", "no-answer AUROC", "flag at score ≥", "flag acc", "flag precision",
+                       "flag recall", "reader F1", "reader BLEU-1", "reader tokens"):
             extras.add_column(column, justify="left" if column == "system" else "right")
         for row in rows:
             extras.add_row(*row)

@@ -106,7 +106,9 @@ def no_answer_block(runs: Sequence[QuestionRun], negatives: Callable[[QuestionRu
 
     AUROC of the score with unanswerable questions as positives; accuracy (percent, over all
     questions) of "score ≥ threshold means no answer" at the engine's declared threshold, or
-    0.5 when it declares none. "n/a" when the system exposes no score.
+    0.5 when it declares none, and that flag's precision (share of flagged questions that are
+    unanswerable) and recall (share of unanswerable ones flagged); None where nothing is
+    flagged / nothing is unanswerable. "n/a" when the system exposes no score.
     """
     positives = [r for r in runs if negatives(r)]
     block: dict[str, Any] = {"n": len(positives)}
@@ -117,9 +119,12 @@ def no_answer_block(runs: Sequence[QuestionRun], negatives: Callable[[QuestionRu
     labels = [negatives(r) for r in runs]
     area = metrics.auroc(scores, labels)
     cut = 0.5 if threshold is None else threshold
-    correct = [(score >= cut) == label for score, label in zip(scores, labels)]
+    flagged = [score >= cut for score in scores]
+    correct = [flag == label for flag, label in zip(flagged, labels)]
     block.update(no_answer_auroc=None if area is None else 100.0 * area,
-                 no_answer_accuracy=percent(correct), no_answer_threshold=cut)
+                 no_answer_accuracy=percent(correct), no_answer_threshold=cut,
+                 no_answer_precision=percent([label for flag, label in zip(flagged, labels) if flag]),
+                 no_answer_recall=percent([flag for flag, label in zip(flagged, labels) if label]))
     return block
 
 

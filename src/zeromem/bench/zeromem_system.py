@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config, RetrievalConfig
+from ..retrieval.calibrate import NO_ANSWER_THRESHOLD
 from .records import Corpus, QueryResult, Unit, elapsed_ms
 
 ABLATIONS: dict[str, dict[str, Any]] = {
@@ -107,10 +108,9 @@ class ZeromemSystem:
         return QueryResult(groups, [item.text for item in evidence], context, total_ms, encode_ms,
                            None if score is None else float(score))
 
-    def no_answer_threshold(self) -> float | None:
-        """The engine's own cut-off for 'no answer in memory', if it declares one."""
-        value = getattr(self.config.retrieval, "no_answer_threshold", None)
-        return None if value is None else float(value)
+    def no_answer_threshold(self) -> float:
+        """The engine's own cut-off for 'no answer in memory' (``calibrate.NO_ANSWER_THRESHOLD``)."""
+        return NO_ANSWER_THRESHOLD
 
     def release(self, corpus: str) -> None:
         mem = self._memories.pop(corpus, None)
