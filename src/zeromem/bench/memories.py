@@ -47,7 +47,6 @@ def stored_memory(folder: Path, corpus: Corpus, config: Config, *, progress: boo
     ``progress``: a bar while indexing; ``warm``: called on a new memory before the clock starts
     (loading the models is setup, not ingest)."""
     from ..memory import Memory
-    from .stream import _remove_db
 
     folder.mkdir(parents=True, exist_ok=True)
     path = memory_path(folder, corpus)
@@ -67,8 +66,15 @@ def stored_memory(folder: Path, corpus: Corpus, config: Config, *, progress: boo
             with contextlib.suppress(FileExistsError):  # another run published it first: use that
                 os.link(partial, path)
         finally:
-            _remove_db(partial)
+            remove_db(partial)
     return Memory(path, user=corpus.name, config=config), ingest_ms
+
+
+
+def remove_db(path: Path) -> None:
+    """Remove a SQLite memory file with its write-ahead log and shared-memory index."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def _fold_log(path: Path) -> None:
@@ -85,12 +91,10 @@ def _fold_log(path: Path) -> None:
 def _remove_orphans(folder: Path, stem: str) -> None:
     """Remove the partial builds of ``stem`` whose process is no longer running (a run that was
     stopped); a live process's build is left alone."""
-    from .stream import _remove_db
-
     for partial in folder.glob(f"{stem}.*.partial.db"):
         pid = partial.name[len(stem) + 1:].split(".", 1)[0]
         if pid.isdigit() and not _running(int(pid)):
-            _remove_db(partial)
+            remove_db(partial)
 
 
 def _running(pid: int) -> bool:

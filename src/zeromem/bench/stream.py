@@ -47,6 +47,7 @@ from tqdm import tqdm
 
 from ..indexes.topk import top_indices
 from . import report
+from .memories import remove_db
 
 USER = "stream"
 DEFAULT_SIZES = (0, 10_000, 100_000)
@@ -139,11 +140,6 @@ def _copy_db(source: Path, target: Path) -> None:
             dst.unlink()
         if src.exists():
             shutil.copyfile(src, dst)
-
-
-def _remove_db(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def proc_status_mb() -> dict[str, float | None]:
@@ -327,12 +323,12 @@ def _cached_fill(data: Path, size: int, work: Path, cache_dir: Path | None,
         return {**json.loads(meta.read_text(encoding="utf-8")), "cached": True,
                 "cache_file": str(cached)}
     building = cache_dir / f"{key}.building.db"
-    _remove_db(building)
+    remove_db(building)
     filled = in_subprocess(f"fill {size}", fill_step, str(building), str(data), size, progress)
     filled.update(data=str(data), size=size, git=report.git_commit(),
                   zeromem=report.versions().get("zeromem"))
     _copy_db(building, cached)
-    _remove_db(building)
+    remove_db(building)
     meta.write_text(json.dumps(filled, indent=2) + "\n", encoding="utf-8")
     _copy_db(cached, work)  # the loop mutates the copy, never the cached file
     return {**filled, "cached": False, "cache_file": str(cached)}
@@ -351,7 +347,7 @@ def measure_size(size: int, data: Path, stream_data: Path, turns: int | None,
                  progress: bool = True, baseline_turns: int | None = None) -> dict[str, Any]:
     """Every number of one size N (see the module docstring)."""
     work = workdir / f"stream-{size}.db"
-    _remove_db(work)
+    remove_db(work)
     fill = (_cached_fill(data, size, work, cache_dir, progress) if size > 0
             else {"cached": False, "traces": 0})
     label = f"N={size}"
@@ -363,7 +359,7 @@ def measure_size(size: int, data: Path, stream_data: Path, turns: int | None,
         cold = in_subprocess(f"cold open {label}", cold_step, str(work), questions[0], k)
         cold_process_s = time.perf_counter() - start
     finally:
-        _remove_db(work)
+        remove_db(work)
     caps = [t for t in (turns, baseline_turns) if t is not None]
     baseline = in_subprocess(f"bm25s {label}", bm25s_step, str(data), size, str(stream_data),
                              min(caps) if caps else None, questions, k, label, progress)

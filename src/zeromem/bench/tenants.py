@@ -60,6 +60,7 @@ from tqdm import tqdm
 from .._internals import encoders_of, store_of
 from ..store.factory import redact_url
 from . import report
+from .memories import remove_db
 from .serve import (
     _backend,
     _free_port,
@@ -72,7 +73,7 @@ from .serve import (
     stop_servers,
     wait_ready,
 )
-from .stream import _conversation, _copy_db, _file_digest, _file_mb, _remove_db, questions_of
+from .stream import _conversation, _copy_db, _file_digest, _file_mb, questions_of
 
 USER = "tenant-{:05d}"
 SIZE_BUCKETS = ((0, 150), (151, 500), (501, 5000), (5001, 10**9))
@@ -478,7 +479,7 @@ def run(data: Path, *, scopes: int = 2000, traces: int = 1_000_000, small: tuple
             stop_servers(procs)
         checks = check_store(target, tally)
         if not _is_url(target) and db is None:
-            _remove_db(Path(target))
+            remove_db(Path(target))
     budget = float(index_cache_mb) if extra and index_cache_mb is not None else None
     document = {
         "benchmark": "tenants", "data": str(data), "backend": _backend(target),
