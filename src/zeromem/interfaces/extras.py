@@ -21,6 +21,10 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "bench": (("rich", "matplotlib", "hypothesis", "httpx", "usearch", "fastapi", "uvicorn", "mcp"),
               "the benchmarks"),
     "torch": (("torch", "sentence_transformers"), "sentence-transformers models on torch"),
+    "langgraph": (("langgraph",), "the LangGraph store (zeromem.integrations.langgraph)"),
+    "agents": (("agents",), "the OpenAI Agents SDK session and recall tool (zeromem.integrations.openai_agents)"),
+    "llamaindex": (("llama_index.core",), "the LlamaIndex memory block (zeromem.integrations.llamaindex)"),
+    "otel": (("opentelemetry", "prometheus_client"), "OpenTelemetry spans and the server's /metrics"),
 }
 
 
@@ -31,7 +35,14 @@ class MissingExtra(ZeromemError):
 def missing_modules(extra: str) -> list[str]:
     """The modules of ``extra`` that cannot be imported here (empty when it is installed)."""
     modules, _ = EXTRAS[extra]
-    return [name for name in modules if importlib.util.find_spec(name) is None]
+    return [name for name in modules if not _findable(name)]
+
+
+def _findable(name: str) -> bool:
+    try:  # a dotted name imports its parent package first, which may itself be missing
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def require(extra: str, command: str) -> None:
