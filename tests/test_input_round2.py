@@ -108,7 +108,8 @@ def test_scope_names_with_invisible_or_bidi_characters_are_refused(memory, name)
 
 
 def test_scope_names_in_any_script_still_work(memory):
-    for name in ("Zoë", "محمد", "李雷", "नमस्ते", "a\u200db"):  # ZWJ joins letters in many scripts
+    # (ZWJ and ZWNJ are refused since round 3: "a" + ZWJ + "b" displays as "ab", a second scope)
+    for name in ("Zoë", "محمد", "李雷", "नमस्ते", "Ωmega"):
         memory.add("hello", session="s", user=name)
     assert len(store_of(memory).scopes()) == 5
 

@@ -32,6 +32,8 @@ MODULES = sorted([
 # Numeric constants of those modules that change no score, with why.
 NOT_RANKING = {
     "FORMAT": "retrieval/persist.py: version of the persisted index format",
+    "INT32_MAX": "retrieval/persist_checks.py: bounds of a persisted array (validation, not ranking)",
+    "MAX_ORDINAL": "retrieval/persist_checks.py: the largest date ordinal a persisted index may hold",
     "MAX_QUERY_CHARS": "retrieval/query.py: input limit",
     "TRIM_EVERY": "retrieval/scopes.py: how often freed heap memory is returned to the OS",
     "FOLD_MAX_NEIGHBOURS": "views/ppr_folded.py: which nodes PPR folds (the same fixed point, cost only; D-054)",

@@ -104,3 +104,9 @@ class Config:
     # snapshot, at its next search. A process's memory is its models plus this budget, however
     # many scopes the store holds. 0 keeps only the scope in use.
     index_cache_mb: float = 1024
+    # SQLite: an erasing delete rewrites the file (VACUUM, ~13 ms per MB, twice the space while it
+    # runs) when it is at most this large (MiB), so no old copy of an erased row stays in the
+    # unused space of a page SQLite rebuilt. A larger file is not rewritten on every erasure (it
+    # would block the store's writers for seconds): its receipt says what may remain and
+    # `zeromem compact` clears it. 0: never rewrite on erasure.
+    erase_rewrite_mb: float = 16

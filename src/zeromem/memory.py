@@ -6,7 +6,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -35,6 +35,16 @@ from .retrieval.render import RenderedContext
 from .retrieval.retriever import Retriever
 from .store import TraceDraft, open_store, validate
 from .store.base import DeleteReceipt, scope_key
+from .store.portable import BackupReport, RestoreReport, export_lines
+from .store.portable import import_export as restore_export
+from .tracing import (
+    describe_delete,
+    describe_refresh,
+    describe_render,
+    describe_search,
+    describe_write,
+    traced,
+)
 from .types import SAME_SCOPE, Evidence, HistoryEvent, SameScope, Scope, TimeLike, Trace
 
 _log = logging.getLogger("zeromem")
@@ -64,9 +74,11 @@ class Memory:
         if config is not None and not isinstance(config, Config):
             raise InvalidInput(f"config must be a zeromem Config, got {type(config).__name__}")
         self.config: Config = config or Config()
+        scope_key(Scope(user, agent))  # a default scope no call could use is refused here, not at every call
         self._store = open_store(path if path is not None else default_db_path(),
                                 max_text_chars=self.config.max_text_chars,
-                                lock_timeout_s=self.config.lock_timeout_s)
+                                lock_timeout_s=self.config.lock_timeout_s,
+                                erase_rewrite_mb=self.config.erase_rewrite_mb)
         self.scope: Scope = Scope(user, agent)
         self._encoders = Encoders(self.config.encoders, sample=lambda: store_sample(self._store))
         retrieval = self.config.retrieval
@@ -103,6 +115,7 @@ class Memory:
                      self.scope.agent if agent is SAME_SCOPE else agent)
 
     # -- writes -------------------------------------------------------------------------
+    @traced("zeromem.add", describe_write)
     def add(self, text: str, *, session: str | None = None, speaker: str | None = None,
             role: str | None = None, session_time: TimeLike = None, event_time: TimeLike = None,
             seq: int | None = None, source_id: str | None = None,
@@ -118,6 +131,7 @@ class Memory:
         self._derive(scope, written=[tid])
         return tid
 
+    @traced("zeromem.add_many", describe_write)
     def add_many(self, traces: Iterable[Mapping[str, Any] | TraceDraft], *,
                  user: str | SameScope | None = SAME_SCOPE, agent: str | SameScope | None = SAME_SCOPE) -> list[str]:
         """Store a batch (e.g. a whole conversation) in one transaction: all or nothing."""
@@ -161,6 +175,7 @@ class Memory:
         return ImportResult({conv.name: conv_ids for conv, conv_ids in zip(conversations, ids)},
                             {conv.name: count for conv, count in zip(conversations, skipped)})
 
+    @traced("zeromem.update", describe_write)
     def update(self, trace_id: str, *, text: str | None = None,
                metadata: Mapping[str, Any] | None = None, keep_history: bool = True,
                user: str | SameScope | None = SAME_SCOPE, agent: str | SameScope | None = SAME_SCOPE) -> Trace:
@@ -177,6 +192,7 @@ class Memory:
         self._derive(scope, written=[trace.id])
         return trace
 
+    @traced("zeromem.delete", describe_delete)
     def delete(self, trace_id: str, *, keep_history: bool = False, user: str | SameScope | None = SAME_SCOPE,
                agent: str | SameScope | None = SAME_SCOPE) -> DeleteReceipt:
         """Delete one trace and erase its text; returns a receipt of what was removed where.
@@ -220,6 +236,53 @@ class Memory:
                              bytes_after=done["bytes_after"], retained=tuple(done.get("retained", ())),
                              checkpointed=done.get("checkpointed"),
                              done=tuple(done["done"]) if "done" in done else None)
+
+    # -- export, import, backup ------------------------------------------------------------
+    def export(self, *, all_scopes: bool = False, history: bool = False, include_id_key: bool = True,
+               user: str | SameScope | None = SAME_SCOPE, agent: str | SameScope | None = SAME_SCOPE) -> Iterator[str]:
+        """This scope's traces (every scope's with ``all_scopes=True``) as JSON lines, streamed:
+        a header, one line per trace with its id, text, provenance, metadata (lifecycle flags
+        included), attachments and version, then an end line with the counts. ``history=True``
+        adds every trace's history events, and deleted traces' history (tombstones).
+
+        Lines come in row order and each ends in ``\\n``; the same store gives the same bytes.
+        The store is read page by page in one consistent read, held until the last line (read
+        to the end, or ``close()`` the iterator). The header carries the store's secret id key,
+        so ``import_export`` can give every trace its id again: an export is as sensitive as
+        the store. ``include_id_key=False`` leaves it out (ids are then new on import). The
+        format: zeromem.store.portable.
+        """
+        if not isinstance(all_scopes, bool):
+            raise InvalidInput(f"all_scopes must be True or False, got {all_scopes!r}")
+        if all_scopes and (user is not SAME_SCOPE or agent is not SAME_SCOPE):
+            raise InvalidInput("all_scopes=True exports every scope: leave user and agent out")
+        scope = None if all_scopes else self._scope(user, agent)
+        return export_lines(self._store, scope, history=history, include_id_key=include_id_key)
+
+    def import_export(self, source: str | Path | Iterable[str | bytes], *, new_ids: bool = False,
+                      index: bool = True) -> RestoreReport:
+        """Restore an export (a file path, or its lines) into this store, in its own scopes, in
+        ONE transaction: a garbled, cut-short or refused line stores nothing (InvalidInput
+        names it). Each trace keeps its id, version, times and history: the store must be
+        empty (it takes the export's id key) or have that key with the ids free; otherwise
+        ``new_ids=True`` gives the traces new ids. Derived indexes are rebuilt from the traces
+        (now with ``index=True``, else at the next search)."""
+        if not isinstance(index, bool):
+            raise InvalidInput(f"index must be True or False, got {index!r}")
+        report = restore_export(self._store, source, new_ids=new_ids, check_metadata=check_lifecycle_metadata)
+        for scope in report.scopes:
+            self._retriever.forget(scope)  # rebuilt from the store, which holds the restored rows
+            if index:
+                self._derive(scope, force=True)
+        return report
+
+    def backup(self, dest: str | Path) -> BackupReport:
+        """Copy the whole SQLite store (every scope, derived rows and API keys too) into the new
+        file ``dest`` while writers go on: a consistent version of it that opens as a store.
+        PostgreSQL: InvalidInput naming ``pg_dump`` (backed up by its own tools)."""
+        if not isinstance(dest, (str, Path)):
+            raise InvalidInput(f"dest must be a file path, got {type(dest).__name__}")
+        return BackupReport(**self._store.backup(Path(dest)))
 
     # -- reads --------------------------------------------------------------------------
     def get(self, trace_id: str, *, user: str | SameScope | None = SAME_SCOPE,
@@ -272,6 +335,7 @@ class Memory:
         except Exception as exc:  # noqa: BLE001 - reported, and retried by the next search
             _log.warning("zeromem: indexing after a write was deferred to the next search: %s", exc)
 
+    @traced("zeromem.index", describe_refresh)
     def index(self, *, progress: bool = False, user: str | SameScope | None = SAME_SCOPE,
               agent: str | SameScope | None = SAME_SCOPE) -> RefreshReport:
         """Bring this scope's units, vectors and entity graph up to date with its traces."""
@@ -281,6 +345,7 @@ class Memory:
         self._persist(scope)
         return report
 
+    @traced("zeromem.reindex", describe_refresh)
     def reindex(self, *, progress: bool = False, user: str | SameScope | None = SAME_SCOPE,
                 agent: str | SameScope | None = SAME_SCOPE) -> RefreshReport:
         """Throw away every derived unit of this scope and rebuild them from the traces."""
@@ -326,6 +391,7 @@ class Memory:
         return self.search_detailed(query, k=k, session=session, as_of=as_of, filters=filters,
                                     user=user, agent=agent, now=now).evidence
 
+    @traced("zeromem.search", describe_search)
     def search_detailed(self, query: str, *, k: int = 10, session: str | None = None,
                         as_of: TimeLike = None, filters: Mapping[str, Any] | None = None,
                         user: str | SameScope | None = SAME_SCOPE, agent: str | SameScope | None = SAME_SCOPE,
@@ -341,6 +407,7 @@ class Memory:
         return self._retriever.search(self._scope(user, agent), query, k=k, session=session,
                                      as_of=as_of, filters=_as_dict(filters), now=now)
 
+    @traced("zeromem.render_context", describe_render)
     def render_context(self, query: str, *, k: int = 10, budget_tokens: int | None = 2000,
                        session: str | None = None, as_of: TimeLike = None,
                        filters: Mapping[str, Any] | None = None, include_active: bool = False,

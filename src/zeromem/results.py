@@ -39,7 +39,9 @@ class Health:
     possibly degraded). ``store`` is ``"ok"`` or ``"error: <why>"``; ``embedder`` and ``ner``
     are ``"ok"`` or ``"unavailable: <why>"``. ``degraded`` has one line per unavailable model
     saying what searches skip without it. ``index_cache`` describes this process's in-memory
-    indexes.
+    indexes. ``snapshots_discarded`` counts the persisted indexes this process refused to use
+    (damaged, forged, or not matching the store: each scope was rebuilt from its traces and a
+    warning logged); anything above 0 is worth a look at the store's disk.
     """
 
     ready: bool
@@ -48,6 +50,7 @@ class Health:
     ner: str
     degraded: tuple[str, ...]
     index_cache: IndexCacheStats
+    snapshots_discarded: int = 0
 
 
 @dataclass(frozen=True, slots=True)

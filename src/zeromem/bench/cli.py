@@ -565,7 +565,7 @@ def tenants_command(
 def fuzz_command(
     cases: Annotated[int, typer.Option("--cases", min=1, help="generated cases per surface")] = 10_000,
     surfaces: Annotated[str, typer.Option(
-        "--surfaces", help="comma-separated: api, importers, cli, rest")] = "api,importers,cli,rest",
+        "--surfaces", help="comma-separated: api, importers, cli, rest, snapshots, names")] = "api,importers,cli,rest",
     seed: Annotated[int, typer.Option("--seed", help="Hypothesis seed: the same seed, the same cases")] = 0,
     keep_going: Annotated[bool, typer.Option(
         "--keep-going", help="record every failure and run every case (no shrinking) instead of "

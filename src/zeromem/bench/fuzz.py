@@ -7,7 +7,11 @@ Surfaces (bench/fuzz_surfaces.py; strategies in bench/fuzz_strategies.py): ``api
 public ``Memory`` method and its constructor; a fifth of the cases are two or three calls in a
 row), ``importers`` (LoCoMo / OpenAI-chat / JSONL files, generated and mutated, through
 ``load_file`` + ``summarize`` and ``Memory.import_file``), ``cli`` (argument lists through the
-typer app in-process) and ``rest`` (requests through FastAPI's TestClient with real API keys).
+typer app in-process) and ``rest`` (requests through FastAPI's TestClient with real API keys);
+opt-in, ``snapshots`` (bench/fuzz_snapshots.py: damaged and forged persisted indexes, searched
+in a child process so that a crash is counted, judged against an index rebuilt from the traces)
+and ``names`` (bench/fuzz_names.py: invisible, default-ignorable and non-NFKC user, agent and
+session names and invisible-only texts through the library, the CLI, REST and MCP: each refused).
 Each case runs against a small seeded store (a few traces in two scopes, an edited and a
 deleted trace, one with terminal escapes) with the real models, and passes when
 
@@ -44,14 +48,15 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from . import fuzz_surfaces
+from . import fuzz_names, fuzz_snapshots, fuzz_surfaces
 from .fuzz_strategies import short
 from .fuzz_surfaces import Failure, StoreFixture, Surface, snapshot, unexpected
 
 __all__ = ["Failure", "StoreFixture", "Surface", "failed", "print_table", "run", "run_surface",
            "snapshot"]
 
-SURFACES = ("api", "importers", "cli", "rest")
+SURFACES = ("api", "importers", "cli", "rest")  # the default run (the CLI's --surfaces default)
+OPT_IN_SURFACES = ("snapshots", "names")  # run only when --surfaces names them
 DEFAULT_CASES = 10_000
 MAX_EXAMPLES_SHOWN = 20  # distinct failures (kind and source line) kept per surface
 PROGRESS_EVERY = 1000  # cases between two progress lines (stderr)
@@ -141,16 +146,18 @@ def run_surface(surface: Surface, cases: int, seed: int, *, keep_going: bool = F
 
 def make_surface(name: str) -> Surface:
     return {"api": fuzz_surfaces.ApiSurface, "importers": fuzz_surfaces.ImporterSurface,
-            "cli": fuzz_surfaces.CliSurface, "rest": fuzz_surfaces.RestSurface}[name]()
+            "cli": fuzz_surfaces.CliSurface, "rest": fuzz_surfaces.RestSurface,
+            "snapshots": fuzz_snapshots.SnapshotSurface, "names": fuzz_names.NamesSurface}[name]()
 
 
 def parse_surfaces(text: str) -> list[str]:
     from ..errors import InvalidInput
 
     names = [part.strip() for part in text.split(",") if part.strip()]
-    unknown = [name for name in names if name not in SURFACES]
+    known = SURFACES + OPT_IN_SURFACES
+    unknown = [name for name in names if name not in known]
     if unknown or not names:
-        raise InvalidInput(f"--surfaces takes a comma-separated list of {', '.join(SURFACES)}, "
+        raise InvalidInput(f"--surfaces takes a comma-separated list of {', '.join(known)}, "
                            f"got {text!r}")
     return list(dict.fromkeys(names))
 

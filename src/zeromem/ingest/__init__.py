@@ -1,8 +1,9 @@
 """Importers: real conversation files → trace dicts for ``Memory.add_many``.
 
-``load_file(path)`` detects the format (LoCoMo JSON, OpenAI-style chat JSON, JSONL of traces)
-and returns one ``ImportedConversation`` per conversation. Importers only reshape: every text
-stays verbatim, and nothing is written until ``check_conversations`` has passed for all of them.
+``load_file(path)`` detects the format (LoCoMo JSON, OpenAI-style chat JSON, JSONL of traces,
+a Mem0 export) and returns one ``ImportedConversation`` per conversation. Importers only
+reshape: every text stays verbatim, and nothing is written until ``check_conversations`` has
+passed for all of them.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ from typing import Any
 from ..errors import InvalidInput
 from ..store import validate
 from ..store.dates import utc_key
-from . import jsonl, locomo, openai_chat
+from . import jsonl, locomo, mem0_export, openai_chat
 from .base import TOO_DEEP, ImportedConversation, bad, check_conversations, unique_names
 from .dedupe import ImportResult, skip_stored
 
-FORMATS = ("locomo", "openai", "jsonl")
+FORMATS = ("locomo", "openai", "jsonl", "mem0")
 _EXPECTED = ("expected a LoCoMo conversation (speaker_a, session_N, session_N_date_time) or a "
              "list of LoCoMo samples, an OpenAI chat (a list of {role, content} or "
-             "{\"messages\": [...]}), or JSONL with one {\"text\": ...} trace per line")
+             "{\"messages\": [...]}), JSONL with one {\"text\": ...} trace per line, or a Mem0 "
+             "export ({\"results\": [{\"id\", \"memory\", ...}]})")
 
 __all__ = ["FORMATS", "ImportResult", "ImportedConversation", "check_conversations", "load_file",
            "skip_stored", "summarize"]
@@ -85,6 +87,8 @@ def _dispatch(data: Any, format: str | None, source: str, stem: str) -> list[Imp
         return locomo.parse(data, source=source, stem=stem)
     if format == "openai" or (format in (None, "auto") and openai_chat.looks_like(data)):
         return openai_chat.parse(data, source=source, stem=stem)
+    if format == "mem0" or (format in (None, "auto") and mem0_export.looks_like(data)):
+        return mem0_export.parse(data, source=source, stem=stem)
     if isinstance(data, dict) and "text" in data:
         data = [data]
     if jsonl.looks_like_records(data):

@@ -317,6 +317,8 @@ def _receipt_lines(receipt: DeleteReceipt) -> list[str]:
         history = "history: keeps the old text and metadata (--keep-history)"
     files = [f"secure_delete {'on' if receipt.secure_delete else 'off'}",
              "write-ahead log checkpointed" if receipt.checkpointed else "write-ahead log not checkpointed"]
+    if receipt.compacted:
+        files.append("file rewritten (VACUUM) to clear old copies of rows in its pages' unused space")
     return ([f"removed: {removed}", history, f"files: {'; '.join(files)}"]
             + [f"still holding it: {note}" for note in receipt.retained])
 
@@ -374,8 +376,9 @@ def main() -> None:
 
 # Importing the command modules registers their commands on ``app`` after the ones above (the
 # order `zeromem --help` lists them in): search, reindex, demo (cli_retrieval); serve, keys
-# (cli_service); mcp (cli_mcp); migrate (cli_migrate); active, cards (cli_lifecycle).
-from . import cli_lifecycle, cli_mcp, cli_migrate, cli_retrieval, cli_service  # noqa: E402, F401
+# (cli_service); mcp (cli_mcp); migrate (cli_migrate); active, cards (cli_lifecycle); export,
+# import, backup (cli_export).
+from . import cli_export, cli_lifecycle, cli_mcp, cli_migrate, cli_names, cli_retrieval, cli_service  # noqa: E402, F401
 
 if __name__ == "__main__":
     # Run as a script (python -m zeromem.interfaces.cli): ``app`` lives in cli_common, so this

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .. import tracing
 from .._internals import store_of
 from ..config import Config
 from ..errors import InvalidInput
@@ -32,6 +33,7 @@ from .cli_common import (
 )
 from .extras import require
 
+COMPAT_APIS = ("mem0",)  # --compat: other memory APIs the server can answer as well
 keys_app = typer.Typer(help="API keys of `zeromem serve`: each key reads and writes one scope.",
                        no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
@@ -68,14 +70,26 @@ def serve(
     allow_origin: Annotated[list[str] | None, typer.Option(
         "--allow-origin", help="a web page origin that may call the API, e.g. http://localhost:3000 "
         "(repeatable; '*': any). Other pages are refused with 403")] = None,
+    metrics: Annotated[bool, typer.Option(
+        "--metrics", help="serve Prometheus metrics at /metrics, without an API key: requests and latencies "
+        "per route, the index cache (needs the otel extra)")] = False,
+    compat: Annotated[list[str] | None, typer.Option(
+        "--compat", help="also answer another memory API's routes: mem0 (Mem0's hosted-client and "
+        "self-hosted REST routes; the API keys still decide the scope)")] = None,
     log_level: Annotated[str, typer.Option("--log-level")] = "warning",
 ) -> None:
     """Serve the memory over HTTP: REST API at /v1 (OpenAPI docs at /docs), inspector at /."""
     require("server", "zeromem serve")
+    if metrics:
+        require("otel", "zeromem serve --metrics")
+    tracing.enabled()  # ZEROMEM_OTEL=1 without the otel extra: one clear error here, not one per worker
     import uvicorn
 
     if no_auth and host not in ("127.0.0.1", "localhost", "::1"):
         raise InvalidInput("--no-auth serves anyone who can connect: only with --host 127.0.0.1")
+    unknown = sorted(set(compat or ()) - set(COMPAT_APIS))
+    if unknown:
+        raise InvalidInput(f"--compat {unknown[0]}: zeromem speaks {', '.join(COMPAT_APIS)}")
     if (reader_url is None) != (reader_model is None):
         raise InvalidInput("--reader-url and --reader-model go together")
     if not math.isfinite(max_body_mb) or int(max_body_mb * 1024 * 1024) < 1:
@@ -89,14 +103,17 @@ def serve(
         "require_auth": not no_auth, "max_body_bytes": int(max_body_mb * 1024 * 1024),
         "reader_url": reader_url, "reader_model": reader_model, "threads": threads,
         "preload": preload, "index_cache_mb": index_cache_mb, "host": host,
-        "allow_hosts": allow_host or [], "allow_origins": allow_origin or []}
+        "allow_hosts": allow_host or [], "allow_origins": allow_origin or [], "metrics": metrics,
+        "compat": sorted(set(compat or ()))}
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     auth = "no auth" if no_auth else f"{keys} active API key(s)"
     typer.echo(f"zeromem serve: {path} on http://{host}:{port} ({auth}, {workers} worker process(es)); "
                "docs at /docs", err=True)
     if not no_auth and keys == 0:
         typer.echo("  no API key yet: make one with `zeromem keys add --db ... --user U`", err=True)
-    with worker_options(options):
+    from .server.metrics import multiprocess_dir
+
+    with worker_options(options), multiprocess_dir(workers if metrics else 1):
         uvicorn.run("zeromem.interfaces.server.app:app_from_environment", factory=True, host=host,
                     port=port, workers=workers if workers > 1 else None, log_level=log_level,
                     access_log=False)

@@ -41,7 +41,8 @@ def degraded(failed: dict[str, str], waiting_for_ner: int) -> tuple[set[str], li
     return skip, notes
 
 
-def health(store: Any, encoders: Any, scope: Scope, index_cache: IndexCacheStats) -> Health:
+def health(store: Any, encoders: Any, scope: Scope, index_cache: IndexCacheStats,
+           snapshots_discarded: int = 0) -> Health:
     """See ``Memory.health``."""
     try:
         store.scope_version(scope)
@@ -57,4 +58,4 @@ def health(store: Any, encoders: Any, scope: Scope, index_cache: IndexCacheStats
                           "written without it wait for entity mentions)")
                      for c in (EMBEDDER, NER) if c in failed)
     return Health(ready=status == "ok", store=status, embedder=models[EMBEDDER], ner=models[NER],
-                  degraded=degraded, index_cache=index_cache)
+                  degraded=degraded, index_cache=index_cache, snapshots_discarded=snapshots_discarded)

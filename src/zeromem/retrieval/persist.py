@@ -8,11 +8,20 @@ SQL per unit — and the sessions that changed after the snapshot are applied as
 
 What is stored is derived: token ids, vectors, graph edges, counts, and the words and entity
 names the vocabulary learned. It holds no trace text; ``reindex`` and ``delete_scope`` drop it.
+
+A stored index is trusted only as far as it is checked. ``encode`` adds a SHA-256 checksum
+(part ``CHECKSUM_PART``) over the format, the scope's key, the store version the index is at,
+the facts and every array, and ``decode`` refuses (``SnapshotRejected``) an index whose
+checksum does not match — flipped bytes, a truncated row, a moved version row, rows copied
+from another scope — and then one whose arrays or facts fail ``persist_checks.check_state``
+(what a forger who recomputes the checksum would still have to pass). A snapshot of an older
+format is not an error: ``load_snapshot`` does not return it, and the scope is rebuilt.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import json
 import math
@@ -23,14 +32,19 @@ import numpy as np
 
 from ..store.base import TraceRows
 from ..types import Scope
+from .persist_checks import SnapshotRejected, check_state
 from .prepared import PreparedScope
 
-FORMAT = 9  # 9: BM25 postings, one CSR per level; 8: turn titles; 7: state assertions carry session and seq
+FORMAT = 10  # 10: checksum and bounds checks; 9: BM25 postings, one CSR per level; 8: turn titles
+CHECKSUM_PART = "checksum"  # the part holding the digest (no array is named so)
+
+__all__ = ["CHECKSUM_PART", "FORMAT", "SnapshotRejected", "checksum", "decode", "encode"]
 
 
-def encode(prep: PreparedScope) -> tuple[str, dict[str, bytes]]:
+def encode(prep: PreparedScope, scope: Scope) -> tuple[str, dict[str, bytes]]:
     """The scope's prepared index as JSON facts and named array blobs (vectors as the index holds
-    them: int8 with a scale per row)."""
+    them: int8 with a scale per row), sealed by a checksum part for ``scope`` at the index's
+    version."""
     arrays, facts = prep.state()
     facts["format"] = FORMAT
     parts = {}
@@ -38,16 +52,48 @@ def encode(prep: PreparedScope) -> tuple[str, dict[str, bytes]]:
         buffer = io.BytesIO()
         np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
         parts[name] = buffer.getvalue()
-    return json.dumps(facts, ensure_ascii=False), parts
+    text = json.dumps(facts, ensure_ascii=False)
+    parts[CHECKSUM_PART] = checksum(scope, prep.index.version, FORMAT, text, parts)
+    return text, parts
+
+
+def checksum(scope: Scope, version: int, format: int, facts: str, parts: dict[str, bytes]) -> bytes:
+    """SHA-256 over everything an index is read with: its format, the scope it belongs to, the
+    store version it is at, its facts and every array (by name, length-prefixed, so no two
+    different snapshots hash the same bytes). ``parts`` without the checksum part."""
+    digest = hashlib.sha256()
+
+    def field(data: bytes) -> None:
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+
+    field(b"zeromem persisted index")
+    for value in (str(format), scope.user or "", scope.agent or "", str(version), facts):
+        field(value.encode("utf-8"))
+    for name in sorted(parts):
+        field(name.encode("utf-8"))
+        field(parts[name])  # hashlib reads large buffers without holding the GIL
+    return digest.digest()
 
 
 def decode(scope: Scope, tokenize_many: Callable[[Sequence[str]], list[list[str]]], facts: str,
-           parts: dict[str, bytes], traces: TraceRows) -> PreparedScope | None:
-    """The stored index, or None if it was written in a format this version cannot read."""
-    loaded = json.loads(facts)
-    if loaded.get("format") != FORMAT:
-        return None
-    arrays = {name: _view(blob) for name, blob in parts.items()}
+           parts: dict[str, bytes], traces: TraceRows, version: int) -> PreparedScope:
+    """The stored index at store ``version``; raises ``SnapshotRejected`` when its checksum does
+    not match or its arrays and facts fail the bounds checks (persist_checks.py)."""
+    parts = dict(parts)
+    sealed = parts.pop(CHECKSUM_PART, None)
+    if sealed is None:
+        raise SnapshotRejected("it has no checksum")
+    if sealed != checksum(scope, version, FORMAT, facts, parts):
+        raise SnapshotRejected("its checksum does not match (damaged, moved or from another scope)")
+    try:
+        loaded = json.loads(facts)
+        arrays = {name: _view(blob) for name, blob in parts.items()}
+    except ValueError as exc:  # (json's and numpy's header errors are ValueErrors)
+        raise SnapshotRejected(f"unreadable: {exc}") from exc
+    if not isinstance(loaded, dict) or loaded.get("format") != FORMAT or loaded.get("version") != version:
+        raise SnapshotRejected("its facts do not match its format and version")
+    check_state(arrays, loaded)
     return PreparedScope.load_state(scope, tokenize_many, arrays, loaded, traces)
 
 
@@ -62,6 +108,8 @@ def _view(blob: bytes) -> np.ndarray:
     shape, fortran, dtype, offset = _header(blob)
     if fortran or dtype.hasobject:
         raise ValueError("unexpected array layout in a persisted index")
+    if len(blob) - offset != math.prod(shape) * dtype.itemsize:
+        raise ValueError("a persisted array's length does not match its header")
     return np.frombuffer(blob, dtype=dtype, count=math.prod(shape), offset=offset).reshape(shape)
 
 

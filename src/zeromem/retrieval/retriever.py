@@ -84,7 +84,8 @@ class Retriever:
 
     def health(self, scope: Scope) -> Health:
         """See ``Memory.health``."""
-        return health.health(self.store, self.encoders, scope, self.scopes.cache_stats())
+        return health.health(self.store, self.encoders, scope, self.scopes.cache_stats(),
+                             self.scopes.snapshots_discarded)
 
     def search(self, scope: Scope, query: Any, *, k: int, session: str | None, as_of: Any,
                filters: dict[str, Any] | None, now: Any = None) -> SearchResult:

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, NER, EncoderFailure
+from ..errors import ZeromemError
 from ..indexes.held import HeldUnits
 from ..indexes.scope_index import ScopeIndex
 from ..indexes.stored import session_batches
@@ -37,6 +38,7 @@ from ..store.fingerprint import check_fingerprint
 from ..types import Scope
 from . import snapshots
 from .cache import IndexCache, Reservation
+from .persist_checks import SnapshotRejected
 from .prepared import PreparedScope
 
 _log = logging.getLogger("zeromem")
@@ -70,6 +72,11 @@ class ScopeIndexes:
         # the dirty sessions were last compared with them.
         self._overlays: dict[tuple[str, str], dict[str, tuple[tuple, frozenset[str]]]] = {}
         self._overlay_version: dict[tuple[str, str], int] = {}
+        # Persisted indexes this process refused (persist_checks.py): how many, and the scopes
+        # whose rebuilt index is written over the refused one at its next save.
+        self.snapshots_discarded = 0
+        self._discarded: set[tuple[str, str]] = set()
+        self._discard_lock = threading.Lock()
 
     def lock(self, scope: Scope) -> threading.RLock:
         return self._stripes[hash(scope.key) % LOCK_STRIPES]
@@ -129,7 +136,12 @@ class ScopeIndexes:
             prep = self.held(scope)
             if prep is None or self._overlays.get(scope.key):
                 return False
-            return snapshots.save(self.store, scope, prep, self.config, force=force)
+            # A refused snapshot may carry the current version: only a forced save replaces it.
+            replace = scope.key in self._discarded
+            written = snapshots.save(self.store, scope, prep, self.config, force=force or replace)
+            if written:
+                self._discarded.discard(scope.key)
+            return written
 
     def _from_store(self, scope: Scope) -> PreparedScope:
         """The scope's prepared index with every change the store logged applied."""
@@ -152,11 +164,33 @@ class ScopeIndexes:
             reservation = self._cache.make_room(LOAD_PEAK * expected)
             try:
                 self._trim_after_evictions()
-                loaded = snapshots.load(self.store, scope)
+                try:
+                    loaded = snapshots.load(self.store, scope)
+                except SnapshotRejected as exc:
+                    self._discard(scope, str(exc))
+                    loaded = None
                 self._forget_overlay(scope)
-                return self._brought_up(scope, loaded, current, reservation)
+                if loaded is None:
+                    return self._brought_up(scope, None, current, reservation)
+                try:
+                    return self._brought_up(scope, loaded, current, reservation)
+                except (ZeromemError, EncoderFailure):
+                    raise  # the store or an encoder failed, not the snapshot
+                except Exception as exc:  # noqa: BLE001 - a loaded index the catch-up cannot apply to
+                    self._discard(scope, f"the changes since it could not be applied ({type(exc).__name__}: {exc})")
+                    self._cache.discard(scope.key)
+                    return self._brought_up(scope, None, current, reservation)
             finally:
                 self._cache.release(reservation)  # a no-op once put gave it back
+
+    def _discard(self, scope: Scope, reason: str) -> None:
+        """Count and report a persisted index that is not used; the scope is rebuilt from its
+        traces (a warning, not an error: nothing stored is lost)."""
+        with self._discard_lock:
+            self.snapshots_discarded += 1
+            self._discarded.add(scope.key)
+        _log.warning("zeromem: the persisted index of a scope was discarded and is rebuilt from its "
+                     "traces: %s", reason)
 
     def _brought_up(self, scope: Scope, prep: PreparedScope | None, current: int,
                     reservation: Reservation | None) -> PreparedScope:

@@ -15,6 +15,7 @@ from typing import Any
 from ..config import RetrievalConfig
 from ..types import Scope
 from . import persist
+from .persist_checks import SnapshotRejected, check_traces
 from .prepared import PreparedScope
 
 # A persisted index is written again once this many turns (or snapshot_stale_share of them)
@@ -27,18 +28,30 @@ RESAVE_MIN_CHANGES = 16
 
 
 def load(store: Any, scope: Scope) -> PreparedScope | None:
-    """The scope's persisted index, if there is a usable one."""
+    """The scope's persisted index, if it has one of this format; raises
+    ``persist.SnapshotRejected`` (nothing else) when the stored one must not be used: its
+    checksum or bounds checks fail, it does not hold the traces the store holds outside the
+    sessions changed since (a moved version row), or loading it fails in any other way. The
+    caller then rebuilds the scope from its traces: a snapshot is a cache, never a source."""
     from ..encoders.tokenize import tokenize_many
 
     stored = store.load_snapshot(scope, persist.FORMAT)
     if stored is None:
         return None
     version, facts, parts, traces = stored
-    prep = persist.decode(scope, tokenize_many, facts, parts, traces)
-    if prep is not None:
-        prep.index.version = version
-    del parts, traces
-    release_memory()
+    try:
+        prep = persist.decode(scope, tokenize_many, facts, parts, traces, version)
+        unsettled = getattr(traces, "unsettled", None)
+        if unsettled is not None:
+            check_traces(prep.index, traces.sessions(), unsettled)
+    except SnapshotRejected:
+        raise
+    except Exception as exc:
+        raise SnapshotRejected(f"it could not be loaded ({type(exc).__name__}: {exc})") from exc
+    finally:
+        del parts, traces
+        release_memory()
+    prep.index.version = version
     return prep
 
 
@@ -60,7 +73,7 @@ def save(store: Any, scope: Scope, prep: PreparedScope, config: RetrievalConfig,
             return False
         if stored is not None and prep.changed_since_save < due:
             return False
-    facts, parts = persist.encode(prep)
+    facts, parts = persist.encode(prep, scope)
     store.save_snapshot(scope, prep.index.version, facts, parts, persist.FORMAT)
     prep.changed_since_save = 0
     return True

@@ -8,7 +8,8 @@ backends, and tests/conformance the behaviour every one must show. The roles:
 * ``KeyStore`` — the service's API keys;  ``MetaStore`` — per-store facts (``store_meta``);
 * ``DerivedStore`` — units, vectors, mentions, signals (rebuildable from the traces);
 * ``ChangeLog`` — scope versions and the sessions each write changed;
-* ``SnapshotStore`` — persisted in-memory indexes;  ``Maintenance`` — size, stats, compaction.
+* ``SnapshotStore`` — persisted in-memory indexes;  ``Maintenance`` — size, stats, compaction;
+* ``Portable`` — records out and back in with their ids (export / import), whole-store backup.
 
 The names below are kept for callers that import them from here.
 """
@@ -42,6 +43,7 @@ from .roles import (
     KeyStore,
     Maintenance,
     MetaStore,
+    Portable,
     Replacing,
     SnapshotStore,
     TraceDraft,
@@ -57,8 +59,9 @@ __all__ = ["DEFAULT_LOCK_TIMEOUT_S", "ERASABLE_TABLES", "VERSION_FLOOR_KEY", "Ch
            "retained_identifiers", "scope_key", "scope_meta_key", "scope_meta_suffix"]
 
 
-class TraceStoreBase(TraceRecords, KeyStore, MetaStore, Maintenance, ABC):
-    """The source of record with its per-store facts: traces, keys, ``store_meta``, upkeep."""
+class TraceStoreBase(TraceRecords, KeyStore, MetaStore, Maintenance, Portable, ABC):
+    """The source of record with its per-store facts: traces, keys, ``store_meta``, upkeep,
+    export / import / backup."""
 
 
 class DerivedStoreBase(DerivedStore, ChangeLog, SnapshotStore, ABC):

@@ -49,11 +49,12 @@ class _Options:
     timeout_s: float
     lock_timeout_s: float
     read_only: bool
+    erase_rewrite_bytes: int
 
 
 def open_store(target: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
                timeout_s: float = 30.0, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
-               read_only: bool = False) -> StoreBase:
+               read_only: bool = False, erase_rewrite_mb: float = 16) -> StoreBase:
     """Open the store ``target`` names (see the module docstring for the accepted forms).
 
     Raises InvalidInput for a target of the wrong type, an unknown URL scheme or a bad
@@ -61,7 +62,7 @@ def open_store(target: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX
     backend not available).
     """
     options = _Options(max_text_chars, timeout_s, check_lock_timeout(lock_timeout_s),
-                       check_flag(read_only, "read_only"))
+                       check_flag(read_only, "read_only"), _erase_rewrite_bytes(erase_rewrite_mb))
     if isinstance(target, Path):
         return _sqlite(target, options)
     if not isinstance(target, str):
@@ -85,7 +86,15 @@ def _sqlite(path: str | Path, options: _Options) -> StoreBase:
     if "\x00" in str(path):  # also from a sqlite URL's %00; SQLite itself raises ValueError
         raise InvalidInput("the store path contains a NUL character: no file can be named so")
     return SQLiteStore(path, max_text_chars=options.max_text_chars,
-                       lock_timeout_s=options.lock_timeout_s, read_only=options.read_only)
+                       lock_timeout_s=options.lock_timeout_s, read_only=options.read_only,
+                       erase_rewrite_bytes=options.erase_rewrite_bytes)
+
+
+def _erase_rewrite_bytes(megabytes: object) -> int:
+    """``Config.erase_rewrite_mb`` in bytes, or InvalidInput for a value that is not a size."""
+    if isinstance(megabytes, bool) or not isinstance(megabytes, (int, float)) or not 0 <= megabytes < float("inf"):
+        raise InvalidInput(f"erase_rewrite_mb must be a finite number of MiB >= 0, got {megabytes!r}")
+    return int(megabytes * (1 << 20))
 
 
 def _open_sqlite(url: str, options: _Options) -> StoreBase:

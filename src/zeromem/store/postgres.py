@@ -41,8 +41,9 @@ import itertools
 import json
 import operator
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, cast
 
 import psycopg
@@ -53,6 +54,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..errors import InvalidInput, NotFound, StoreError
 from ..types import Scope, Trace
 from . import postgres_derived as pgd
+from . import postgres_portable as pgp
 from . import validate
 from .checks import (
     DEFAULT_LOCK_TIMEOUT_S,
@@ -68,7 +70,7 @@ from .dates import utc_key
 from .ids import ID_KEY, TraceIdCodec
 from .postgres_schema import SNAPSHOT_CHUNK, migrate
 from .receipts import DeleteReceipt, make_receipt, retained_identifiers
-from .roles import CleanDraft, DerivedUnit, HeldRows, Replacing, TraceDraft
+from .roles import CleanDraft, DerivedUnit, ExportRows, HeldRows, Replacing, Restored, TraceDraft
 from .rows import (
     COLUMNS,
     dump_attachments,
@@ -551,6 +553,47 @@ class PostgresStore(SQLStore):
 
         self._write(body)
         self.ids = codec
+
+    # -- export, import, backup (the Portable role; the SQL is in postgres_portable.py) -----
+    @contextmanager
+    def export_rows(self, scope: Scope | None, *, history: bool) -> Iterator[ExportRows]:
+        """The records of ``scope`` (every scope when None) in one REPEATABLE READ, READ ONLY
+        transaction on one pooled connection, held until the ``with`` block ends."""
+        key = None if scope is None else self._scope(scope)
+        history = check_flag(history, "history")
+        with self._connection("export") as conn:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            try:
+                with pgp.export_rows(conn, key, history, ALL_SCOPES) as rows:
+                    yield rows
+            finally:
+                if not conn.closed:
+                    conn.execute("ROLLBACK")
+
+    def restore(self, items: Iterable[Restored], *, id_key: str | None, last_row: int) -> None:
+        """Write checked records back in one transaction, ids kept or new (see the role)."""
+        codec = None if id_key is None else id_codec(id_key, self.path)
+        started: builtins.list[bool] = []
+
+        def body(conn: psycopg.Connection) -> None:
+            if started:  # ``_write`` retries a deadlock, but ``items`` is read once
+                raise StoreError("the import met a deadlock with another writer and was rolled back: "
+                                 "run it again")
+            started.append(True)
+            pgp.restore(conn, items, codec, id_key, last_row, self.path, self._scope, ALL_SCOPES)
+
+        self._write(body)
+        if codec is not None:
+            self.ids = codec
+
+    def backup(self, dest: Path) -> dict[str, Any]:
+        """PostgreSQL is backed up by its own tools; this says which (nothing is written)."""
+        raise InvalidInput(f"`zeromem backup` copies a SQLite store file; {self.path} is PostgreSQL. "
+                           "Back it up with its own tools: `pg_dump --format=custom --file=zeromem.dump "
+                           "'postgresql://USER@HOST:PORT/DB'` (restore with `pg_restore --dbname=URL "
+                           "zeromem.dump` into an empty database), or continuous archiving for "
+                           "point-in-time recovery; or write a portable copy of the traces with "
+                           "`zeromem export --all --history -o FILE`")
 
     # -- reads --------------------------------------------------------------------------
     def get_rowids(self, rowids: Sequence[int]) -> dict[int, Trace]:

@@ -27,6 +27,8 @@ class DeleteReceipt:
     * ``checkpointed``: SQLite's write-ahead log was copied into the file and truncated, so
       the ``-wal`` file holds no copy of the old pages.
     * ``retained``: what may still hold the text, one sentence each; empty when nothing does.
+    * ``compacted``: the erasure rewrote the file (SQLite VACUUM) because old copies of rows
+      stayed in the unused space of its pages, where secure_delete does not reach.
     """
 
     kind: str
@@ -36,6 +38,7 @@ class DeleteReceipt:
     secure_delete: bool
     checkpointed: bool
     retained: tuple[str, ...] = ()
+    compacted: bool = False
 
     @property
     def traces(self) -> int:
@@ -47,16 +50,16 @@ class DeleteReceipt:
         return {"kind": self.kind, "traces": self.traces, "trace_ids": list(self.trace_ids),
                 "rows": dict(self.rows), "history_text_purged": self.history_text_purged,
                 "secure_delete": self.secure_delete, "checkpointed": self.checkpointed,
-                "retained": list(self.retained)}
+                "retained": list(self.retained), "compacted": self.compacted}
 
 
 def make_receipt(kind: str, trace_ids: Sequence[str], counts: Mapping[str, int], *,
                  history_text_purged: bool, secure_delete: bool, checkpointed: bool,
-                 retained: Sequence[str] = ()) -> DeleteReceipt:
+                 retained: Sequence[str] = (), compacted: bool = False) -> DeleteReceipt:
     """A ``DeleteReceipt`` listing every erasable table in a fixed order (missing ones as 0)."""
     return DeleteReceipt(kind, tuple(trace_ids),
                          tuple((table, int(counts.get(table, 0))) for table in ERASABLE_TABLES),
-                         history_text_purged, secure_delete, checkpointed, tuple(retained))
+                         history_text_purged, secure_delete, checkpointed, tuple(retained), compacted)
 
 
 def retained_identifiers(kind: str, erased: bool, scope_keys: int) -> list[str]:

@@ -7,7 +7,11 @@ connection's write lock, then fails with a StoreError that says so (never a sile
 
 Erasure: ``secure_delete`` is on for every connection (freed bytes are overwritten with
 zeros), and an erasing delete checkpoints the write-ahead log with TRUNCATE afterwards, so the
-text leaves the ``-wal`` file too (``DeleteReceipt.checkpointed``).
+text leaves the ``-wal`` file too (``DeleteReceipt.checkpointed``). secure_delete does not reach
+the unused space of pages SQLite rebuilt while rebalancing a b-tree (old copies of rows stay
+there): after an erasure the file is rewritten with VACUUM when it is at most
+``Config.erase_rewrite_mb`` (``DeleteReceipt.compacted``); for a larger file the receipt's
+``retained`` says what may remain there and the fix (``zeromem compact``).
 
 A store whose file or folder is not writable (or opened with ``read_only=True``) opens for
 reading (``mode=ro``, else ``immutable=1``); its writes raise StoreError "this store is
@@ -23,7 +27,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -31,6 +35,7 @@ from typing import Any
 from ..errors import NotFound, StoreError
 from ..types import Scope, Trace
 from . import derived, validate
+from . import sqlite_portable as portable
 from .checks import (
     DEFAULT_LOCK_TIMEOUT_S,
     check_flag,
@@ -44,7 +49,7 @@ from .checks import (
 from .derived import bump_version, purge_units_of_trace, read_changes
 from .ids import ID_KEY, TraceIdCodec
 from .receipts import DeleteReceipt, make_receipt, retained_identifiers
-from .roles import CleanDraft, DerivedUnit, HeldRows, Replacing, TraceDraft
+from .roles import CleanDraft, DerivedUnit, ExportRows, HeldRows, Replacing, Restored, TraceDraft
 from .rows import (
     COLUMNS,
     dump_attachments,
@@ -100,8 +105,11 @@ class SQLiteStore(SQLStore):
     """Verbatim traces, their history, scope versions, and the connection for derived tables."""
 
     def __init__(self, path: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
-                 lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S, read_only: bool = False) -> None:
+                 lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S, read_only: bool = False,
+                 erase_rewrite_bytes: int = 16 << 20) -> None:
         self.path = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
+        # An erasure rewrites the file (VACUUM) when it is at most this large (Config.erase_rewrite_mb).
+        self.erase_rewrite_bytes = erase_rewrite_bytes
         self.max_text_chars = max_text_chars
         self.lock_timeout_s = check_lock_timeout(lock_timeout_s)
         self.read_only = read_only_reason(self.path, check_flag(read_only, "read_only"))
@@ -439,6 +447,7 @@ class SQLiteStore(SQLStore):
             _end_write(conn, user, agent, erase=not keep)
         if not keep:
             self._checkpoint()
+            self._scrub()
         return self.get(tid, scope)
 
     def delete(self, tid: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
@@ -509,16 +518,52 @@ class SQLiteStore(SQLStore):
                  erased: bool, scope: Scope) -> DeleteReceipt:
         """The receipt of a committed delete; an erasing one checkpoints the log first."""
         checkpointed = self._checkpoint() if erased else False
+        compacted, unused = self._scrub() if erased else (False, [])
         retained = retained_identifiers(kind, erased, self._scope_keys(scope))
         if erased and not checkpointed:
-            retained.append(f"{self.path}-wal may keep copies of the old pages until the next "
-                            "checkpoint: another connection was reading the database")
+            retained.append(f"{self.path} and its -wal may keep copies of the old pages until the "
+                            "next checkpoint: another connection was reading the database")
+        retained += unused
         return make_receipt(kind, trace_ids, counts, history_text_purged=erased,
-                            secure_delete=True, checkpointed=checkpointed, retained=retained)
+                            secure_delete=True, checkpointed=checkpointed, retained=retained,
+                            compacted=compacted)
+
+    def _scrub(self) -> tuple[bool, builtins.list[str]]:
+        """After an erasure: clear the old copies of rows SQLite leaves in the unused space of
+        the pages it rebuilt while rebalancing (``rebuildPage`` in btree.c does not clear it, and
+        secure_delete reaches only deleted cells and freed pages) by rewriting the file (VACUUM)
+        when it is at most ``erase_rewrite_bytes``. Returns whether it was rewritten and what
+        may remain, one sentence each.
+
+        A larger file is not rewritten on every erasure (it holds the store's write lock for
+        seconds) and not scanned either (a scan reads the whole file, and every delete leaves
+        some non-zero bytes there, so it could not prove anything): the receipt says what may
+        remain and how to clear it.
+        """
+        if self.path == ":memory:":
+            return False, []  # no file
+        with self._lock:
+            self._check_open()
+            if self.size_bytes() <= self.erase_rewrite_bytes:
+                try:
+                    self.conn.execute("VACUUM")
+                except sqlite3.DatabaseError as exc:
+                    failure = f"VACUUM failed: {exc}"
+                else:
+                    self._checkpoint()  # a busy reader: the receipt's checkpoint note says so
+                    return True, []
+            else:
+                failure = (f"the file is over {self.erase_rewrite_bytes / (1 << 20):g} MiB "
+                           "(Config.erase_rewrite_mb), too large to rewrite on every erasure")
+        return False, [f"{self.path}: the unused space of pages SQLite rebuilt may keep fragments of "
+                       f"the erased rows ({failure}): run `zeromem compact` (or `zeromem delete ... "
+                       "--compact`) to rewrite the file"]
 
     def compact(self) -> dict[str, Any]:
-        """Rewrite the file without free pages (VACUUM) and truncate the log: with
-        secure_delete the freed bytes are zeros already; this also returns the space."""
+        """Rewrite the file without free pages (VACUUM) and truncate the log: freed bytes are
+        zeros already (secure_delete), an erasure's rewrite (``_scrub``) cleared the unused space
+        of rebuilt pages where the file was small enough; this clears it in any file and returns
+        the space."""
         self._check_writable()
         before = self.size_bytes()
         with self._lock:
@@ -533,7 +578,47 @@ class SQLiteStore(SQLStore):
         return {"store": self.path, "bytes_before": before, "bytes_after": self.size_bytes(),
                 "checkpointed": checkpointed, "retained": []}
 
-    # -- per-file facts -------------------------------------------------------------------
+    # -- export, import, backup (the Portable role; the SQL is in sqlite_portable.py) -------
+    @contextmanager
+    def export_rows(self, scope: Scope | None, *, history: bool) -> Iterator[ExportRows]:
+        """The records of ``scope`` (every scope when None) in one read transaction of a second,
+        read-only connection: one version of the file, while this store keeps writing."""
+        key = None if scope is None else scope_key(scope)
+        self._check_open()
+        conn = portable.snapshot_connection(self.path, self._configure, self.lock_timeout_s)
+        try:
+            read = self.read if conn is None else portable.reader(conn, self.path)
+            yield portable.export_rows(read, key, check_flag(history, "history"))
+        finally:
+            if conn is not None:
+                conn.close()  # ends the read transaction
+
+    def restore(self, items: Iterable[Restored], *, id_key: str | None, last_row: int) -> None:
+        """Write checked records back in one transaction, ids kept or new (see the role)."""
+        codec = None if id_key is None else id_codec(id_key, self.path)
+        with self.transaction() as conn:
+            portable.restore(conn, items, codec, id_key, last_row, self.path)
+        if codec is not None:
+            self.ids = codec
+
+    def backup(self, dest: Path) -> dict[str, Any]:
+        """Copy the whole file into ``dest`` with SQLite's online backup, from a read-only
+        connection in one read transaction: a consistent version, while writers go on."""
+        self._check_open()
+
+        def copy(target: sqlite3.Connection) -> None:
+            source = portable.snapshot_connection(self.path, self._configure, self.lock_timeout_s)
+            if source is None:  # :memory: (or immutable): this connection, held meanwhile
+                with self._lock:
+                    self.conn.backup(target)
+                return
+            try:
+                source.backup(target)  # all pages in one step: one version of the file
+            finally:
+                source.close()
+
+        return portable.backup(copy, Path(dest), self.path)
+
     # -- reads --------------------------------------------------------------------------
     def get_rowids(self, rowids: Sequence[int]) -> dict[int, Trace]:
         out: dict[int, Trace] = {}

@@ -164,15 +164,22 @@ class SQLStore(StoreBase):
             if head is None or head[2] > head[0]:
                 return None
             parts = self._snapshot_parts(run, where, params)
-            return head, parts, run(f"SELECT {COLUMNS} FROM traces WHERE {where}", params).fetchall()
+            # The sessions the catch-up re-reads (changed since the snapshot's version) or that
+            # wait to be derived: outside them the snapshot must hold the traces read here.
+            unsettled = frozenset(r[0] for sql, args in (
+                (f"SELECT session FROM session_changes WHERE {where} AND version > ?", (*params, head[0])),
+                (f"SELECT session FROM dirty_sessions WHERE {where}", params)) for r in run(sql, args).fetchall())
+            return head, parts, run(f"SELECT {COLUMNS} FROM traces WHERE {where}", params).fetchall(), unsettled
 
         got = self._consistent(body)
         if got is None:
             return None
-        head, parts, rows = got
+        head, parts, rows, unsettled = got
         ids = self.ids
-        traces = TraceRows({row[0]: row for row in rows}, lambda row: to_trace(row, ids), to_fields)
-        return int(head[0]), bytes(head[1]).decode("utf-8"), parts, traces
+        traces = TraceRows({row[0]: row for row in rows}, lambda row: to_trace(row, ids), to_fields,
+                           session_column=4, unsettled=unsettled)
+        # (Damaged bytes decode to replacement characters: the checksum then refuses the facts.)
+        return int(head[0]), bytes(head[1]).decode("utf-8", errors="replace"), parts, traces
 
     def _snapshot_parts(self, run: Run, where: str, params: Sequence[Any]) -> dict[str, bytes]:
         """The persisted index's arrays by name (read inside ``load_snapshot``'s transaction)."""

@@ -21,10 +21,39 @@ MAX_INT = 2**63 - 1
 # exactly. The room above it, up to MAX_INT, is for the seqs assigned after it, so that one
 # trace stored at the top cannot leave its session unable to take another.
 MAX_SEQ = 2**53 - 1
-# Characters that show nothing or reorder what follows on screen: a name made of, or holding,
-# them reads as another name (U+202E turns "alice\u202eknil" into "alicelink" backwards).
-INVISIBLE_IN_NAMES = frozenset("\u061c\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
-                               "\u2060\u2066\u2067\u2068\u2069\ufeff")
+# Unicode's Default_Ignorable_Code_Point: code points a renderer shows as nothing unless it
+# supports them (zero-width joiners, soft hyphen, bidi controls, variation selectors, tag
+# characters, the Hangul fillers, ...). Python's unicodedata has no such property, so the
+# ranges are copied here from DerivedCoreProperties.txt of Unicode 14.0.0, the version of
+# Python 3.11's unicodedata (`grep '; Default_Ignorable_Code_Point' DerivedCoreProperties.txt`;
+# the list is the same in Unicode 15.0 and 15.1). Inclusive ranges, in order.
+DEFAULT_IGNORABLE_RANGES: tuple[tuple[int, int], ...] = (
+    (0x00AD, 0x00AD),    # SOFT HYPHEN
+    (0x034F, 0x034F),    # COMBINING GRAPHEME JOINER
+    (0x061C, 0x061C),    # ARABIC LETTER MARK
+    (0x115F, 0x1160),    # HANGUL CHOSEONG FILLER..HANGUL JUNGSEONG FILLER
+    (0x17B4, 0x17B5),    # KHMER VOWEL INHERENT AQ..AA
+    (0x180B, 0x180F),    # MONGOLIAN FREE VARIATION SELECTORS ONE..THREE, VOWEL SEPARATOR, FOUR
+    (0x200B, 0x200F),    # ZERO WIDTH SPACE..RIGHT-TO-LEFT MARK (ZWNJ and ZWJ among them)
+    (0x202A, 0x202E),    # LEFT-TO-RIGHT EMBEDDING..RIGHT-TO-LEFT OVERRIDE
+    (0x2060, 0x206F),    # WORD JOINER..INVISIBLE PLUS, <reserved-2065>, bidi isolates..NOMINAL DIGIT SHAPES
+    (0x3164, 0x3164),    # HANGUL FILLER
+    (0xFE00, 0xFE0F),    # VARIATION SELECTOR-1..16
+    (0xFEFF, 0xFEFF),    # ZERO WIDTH NO-BREAK SPACE (byte order mark)
+    (0xFFA0, 0xFFA0),    # HALFWIDTH HANGUL FILLER
+    (0xFFF0, 0xFFF8),    # <reserved-FFF0>..<reserved-FFF8>
+    (0x1BCA0, 0x1BCA3),  # SHORTHAND FORMAT LETTER OVERLAP..UP STEP
+    (0x1D173, 0x1D17A),  # MUSICAL SYMBOL BEGIN BEAM..END PHRASE
+    (0xE0000, 0xE0FFF),  # LANGUAGE TAG, TAG SPACE..CANCEL TAG, VARIATION SELECTOR-17..256, reserved
+)
+# Not default-ignorable, yet shown as blank space by every font that has it: a name or a text
+# made of it reads as nothing.
+BLANK_LOOKING = frozenset("\u2800")  # BRAILLE PATTERN BLANK
+# What a scope name may not hold, beside control characters: the default-ignorable code points
+# and the blank-looking ones; format characters (category Cf) and line/paragraph separators
+# are checked by category (``invisible_char``).
+INVISIBLE_IN_NAMES = frozenset(
+    chr(code) for low, high in DEFAULT_IGNORABLE_RANGES for code in range(low, high + 1)) | BLANK_LOOKING
 MAX_METADATA_DEPTH = 64
 # A scope part names a user or an agent, not a document; metadata is a side table, not storage
 # for payloads (put those in the text or an attachment description).
@@ -62,9 +91,25 @@ def clean_text(value: Any, *, field: str = "text", max_chars: int = DEFAULT_MAX_
 
 
 def shows_nothing(value: str) -> bool:
-    """Whether ``value`` shows nothing: only whitespace, control characters (NUL among them)
-    and format characters such as zero-width spaces and joiners."""
-    return all(char.isspace() or unicodedata.category(char) in ("Cc", "Cf") for char in value)
+    """Whether ``value`` shows nothing: only whitespace, control characters (NUL among them),
+    format characters such as zero-width spaces and joiners, default-ignorable code points
+    (Hangul fillers, variation selectors, tag characters) and blank-looking ones (U+2800)."""
+    return all(char.isspace() or unicodedata.category(char) in ("Cc", "Cf")
+               or char in INVISIBLE_IN_NAMES for char in value)
+
+
+def invisible_char(value: str) -> str | None:
+    """The first character of ``value`` that shows nothing or changes how the rest shows:
+    default-ignorable or blank-looking (``INVISIBLE_IN_NAMES``), a format character (Cf) or a
+    line / paragraph separator; None when there is none."""
+    return next((char for char in value if char in INVISIBLE_IN_NAMES
+                 or unicodedata.category(char) in ("Cf", "Zl", "Zp")), None)
+
+
+def char_label(char: str) -> str:
+    """``U+200D (ZERO WIDTH JOINER)``: a character named for an error message."""
+    name = unicodedata.name(char, "")
+    return f"U+{ord(char):04X}" + (f" ({name})" if name else "")
 
 
 def check_unicode(value: str, field: str) -> None:
@@ -130,11 +175,18 @@ def int_text(value: int) -> str:
 
 def clean_scope_part(value: Any, name: str) -> str | None:
     """A scope's ``user`` or ``agent``: None or a name of at most MAX_SCOPE_CHARS characters,
-    without control characters or surrounding spaces.
+    without control characters or surrounding spaces, without characters that show nothing
+    (``invisible_char``), and in Unicode NFKC form. Every path that takes a scope comes here
+    (``store.checks.scope_key``: the library, the CLI, the REST API and its keys, MCP).
 
-    A scope is an identity: " priya" silently trimmed to "priya" in the store but not in the
-    caller's own keys would be two names for one scope, so such a name is refused with the
-    fix rather than rewritten. Control characters would reach terminals and logs verbatim.
+    A scope is an identity: one name must be one scope. " priya" silently trimmed to "priya"
+    in the store but not in the caller's own keys would be two names for one scope, so such a
+    name is refused with the fix rather than rewritten. The same holds for "alice" followed by
+    a zero-width joiner (it displays as "alice") and for "ｆｉｌｅ" (NFKC: "file"): refused with
+    the name to pass instead. Refusing, not normalizing, keeps every stored scope where it is:
+    a name normalized silently would start reading another (possibly existing) scope;
+    ``zeromem check-names`` lists the stored scopes these rules now refuse. Control
+    characters would reach terminals and logs verbatim.
     """
     if value is None:
         return None
@@ -147,6 +199,9 @@ def clean_scope_part(value: Any, name: str) -> str | None:
     if len(value) > MAX_SCOPE_CHARS:
         raise InvalidInput(f"{name} has {len(value)} characters, over the limit of "
                            f"{MAX_SCOPE_CHARS}: use a shorter id (e.g. a hash of it)")
+    if not value.strip():
+        raise InvalidInput(f"{name} {value!r} is only whitespace: name the {name}, or pass None "
+                           f"(leave --{name} out) for no {name}")
     if value != value.strip():
         raise InvalidInput(f"{name} {value!r} has spaces at its start or end: pass "
                            f"{value.strip()!r} (or None for no {name})")
@@ -155,12 +210,28 @@ def clean_scope_part(value: Any, name: str) -> str | None:
         label = f"U+{ord(bad):04X}" + (" (NUL)" if bad == "\x00" else " (ESC)" if bad == "\x1b" else "")
         raise InvalidInput(f"{name} {value!r} contains the control character {label} at "
                            f"position {value.index(bad)}: scope names are plain text")
-    hidden = next((char for char in value if char in INVISIBLE_IN_NAMES), None)
+    hidden = invisible_char(value)
     if hidden is not None:
-        raise InvalidInput(f"{name} {value!r} contains U+{ord(hidden):04X}, an invisible or "
+        shown = "".join(char for char in value if invisible_char(char) is None).strip()
+        fix = f"pass {shown!r}" if shown else f"name the {name} with visible characters"
+        raise InvalidInput(f"{name} {value!r} contains {char_label(hidden)}, an invisible or "
                            f"direction-changing character, at position {value.index(hidden)}: "
-                           "scope names must read as what they are")
+                           f"scope names must read as what they are; {fix}")
+    normal = unicodedata.normalize("NFKC", value)
+    if normal != value:
+        raise InvalidInput(f"{name} {value!r} is not in Unicode NFKC form, so it would be a second "
+                           f"scope for a name that reads the same: pass {normal!r}")
     return value
+
+
+def name_problem(value: str, name: str = "user") -> str | None:
+    """Why ``value`` is refused as a scope name (the InvalidInput message), or None if it is
+    accepted: for listing the stored names the rules refuse (``zeromem check-names``)."""
+    try:
+        clean_scope_part(value, name)
+    except InvalidInput as exc:
+        return str(exc)
+    return None
 
 
 def _is_control(char: str) -> bool:
@@ -186,11 +257,23 @@ def clean_optional_str(value: Any, field: str, *, max_chars: int = 1000) -> str 
 
 def clean_session(value: Any) -> str | None:
     """A trace's session: None (no session) or a name. An empty or blank string is refused: it
-    used to mean "no session" without a word, which a caller who meant a name would not see."""
+    used to mean "no session" without a word, which a caller who meant a name would not see.
+
+    A session name that holds a character that shows nothing (``invisible_char``) is refused
+    as a user's is: "s1" and "s1" + U+200D would be two sessions that display alike. Unlike a
+    user or agent it need not be in NFKC form: a session name is often the title of imported
+    data ("№ 5", half-width katakana), and sessions do not separate tenants.
+    """
     if isinstance(value, str) and not value.strip():
         raise InvalidInput(f"session {value!r} is empty: pass None (or leave it out) for a trace "
                            "without a session, or name the session")
-    return clean_optional_str(value, "session")
+    session = clean_optional_str(value, "session")
+    hidden = None if session is None else invisible_char(session)
+    if session is not None and hidden is not None:
+        raise InvalidInput(f"session {session!r} contains {char_label(hidden)}, an invisible or "
+                           f"direction-changing character, at position {session.index(hidden)}: "
+                           "session names must read as what they are")
+    return session
 
 
 def clean_role(value: Any) -> str:

@@ -30,7 +30,7 @@ from ...config import Config
 from ...memory import Memory
 from ...retrieval.snapshots import limit_malloc_arenas
 from ...types import Scope as MemoryScope
-from . import errors, timing
+from . import errors, metrics, otel, timing
 from .auth import KeyAuth
 from .guard import RequestGuard, allowed_hosts
 from .headers import SecurityHeaders
@@ -57,6 +57,8 @@ class ServerSettings:
     host: str = "127.0.0.1"  # the bound address: a Host the server answers to (guard.py)
     allow_hosts: tuple[str, ...] = ()  # more Host names (--allow-host; "*": any)
     allow_origins: tuple[str, ...] = ()  # web origins that may call the API (--allow-origin)
+    metrics: bool = False  # Prometheus metrics at /metrics, no API key needed (--metrics; metrics.py)
+    compat_mem0: bool = False  # Mem0's REST routes too (--compat mem0; mem0_routes.py)
 
 
 def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAPI:
@@ -82,14 +84,22 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
     app = FastAPI(title="zeromem", version=__version__, lifespan=lifespan,
                   description="Agent memory where every memory operation is deterministic code: "
                               "zero LLM calls. Traces are kept verbatim; search returns evidence "
-                              "with provenance. Authenticate with `Authorization: Bearer <key>`.")
+                              "with provenance. Authenticate with `Authorization: Bearer <key>`.",
+                  **otel.fastapi_options())  # request spans are zeromem's own (otel.py)
     app.state.memory = memory
     app.state.reader = settings.reader
     app.state.auth = KeyAuth(store_of(memory), required=settings.require_auth,
                              default_scope=MemoryScope(settings.user, settings.agent))
     errors.install(app)
     app.include_router(router)
+    if settings.compat_mem0:  # Mem0's routes (none clashes with /v1's); before the inspector's mount at /
+        from .mem0_routes import router as mem0_router
+
+        app.include_router(mem0_router)
+    otel.install(app)  # a span per request while zeromem.tracing is on; before timing: inside its timer
     timing.install(app, memory, caller)
+    if settings.metrics:  # before the inspector's mount at / would answer /metrics
+        metrics.install(app, memory)
 
     @app.get("/healthz", tags=["health"], summary="The process is up")
     def healthz() -> dict[str, str]:
@@ -132,7 +142,9 @@ def app_from_environment() -> FastAPI:
                               preload=bool(options.get("preload")),
                               host=options.get("host") or "127.0.0.1",
                               allow_hosts=tuple(options.get("allow_hosts") or ()),
-                              allow_origins=tuple(options.get("allow_origins") or ()))
+                              allow_origins=tuple(options.get("allow_origins") or ()),
+                              metrics=bool(options.get("metrics")),
+                              compat_mem0="mem0" in (options.get("compat") or ()))
     return create_app(memory, settings)
 
 

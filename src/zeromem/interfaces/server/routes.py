@@ -9,12 +9,14 @@ between threads (per-scope locks; one store connection guarded by a lock).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
+from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import Discriminator, Tag
 
@@ -285,6 +287,8 @@ def stats(who: CallerDep, mem: MemoryDep) -> dict[str, Any]:
     counts.pop("path", None)  # where the server keeps its file is not the client's business
     # The worker's in-memory indexes (all scopes together: sizes and counts, never names).
     counts["index_cache"] = dataclasses.asdict(retriever_of(mem).cache_stats())
+    # Persisted indexes this worker refused (damaged or forged) and rebuilt from the traces.
+    counts["snapshots_discarded"] = retriever_of(mem).scopes.snapshots_discarded
     return counts
 
 
@@ -297,6 +301,22 @@ def whoami(who: CallerDep) -> dict[str, Any]:
 def reindex(who: CallerDep, mem: MemoryDep) -> dict[str, Any]:
     report = mem.reindex(**_scope(who))
     return {"sessions": report.sessions, "units": report.units, "seconds": report.seconds}
+
+
+@router.get("/export", tags=["scope"], response_class=StreamingResponse,
+            summary="The caller's scope as JSON lines (the `zeromem export` format), streamed",
+            responses={200: {"content": {"application/x-ndjson": {}},
+                             "description": "header, one line per trace (and history), end line"}})
+def export_scope(who: CallerDep, mem: MemoryDep,
+                 history: Annotated[bool, Query(description="add history events and deleted traces' "
+                                                            "tombstones")] = False) -> StreamingResponse:
+    # Never the store's secret id key (it would turn any id into a row number of the whole
+    # store): such an export imports with new ids. The first line is read here, so a failing
+    # store is an error status, not a cut-short body.
+    lines = mem.export(history=history, include_id_key=False, **_scope(who))
+    first = next(lines)
+    return StreamingResponse(itertools.chain([first], lines), media_type="application/x-ndjson",
+                             headers={"Content-Disposition": 'attachment; filename="zeromem-export.jsonl"'})
 
 
 @router.delete("/scope", response_model=DeletedOut, tags=["scope"],

@@ -8,9 +8,9 @@ silently ignored. Response models mirror the library's types (``Trace``, ``Evide
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from ...retrieval.render import RenderedContext
 from ...store.base import DeleteReceipt
@@ -19,7 +19,12 @@ from ...types import Evidence, HistoryEvent, Trace
 MAX_K = 100
 MAX_BATCH = 1000
 
-TimeValue = str | int | float | None  # ISO 8601 text or a Unix timestamp, as Memory.add takes
+# JSON true and false are not numbers: pydantic's lax mode reads them as 1 and 0 (a seq or k of
+# 1, an event_time of 1970-01-01T00:00:01), where the library refuses a bool. Strict types make
+# the API refuse them too (422); a JSON number still fits a float field.
+Int = Annotated[int, Strict()]
+# ISO 8601 text or a Unix timestamp, as Memory.add takes
+TimeValue = Annotated[str, Strict()] | Annotated[int, Strict()] | Annotated[float, Strict()] | None
 
 
 class _Request(BaseModel):
@@ -36,7 +41,7 @@ class TraceIn(_Request):
     role: str | None = Field(None, description="user, assistant, tool or system (default user)")
     session_time: TimeValue = None
     event_time: TimeValue = None
-    seq: int | None = None
+    seq: Int | None = None
     source_id: str | None = None
     metadata: dict[str, Any] | None = None
     attachments: list[str] | None = None
@@ -141,7 +146,7 @@ class NeighbourhoodOut(BaseModel):
 # -- retrieval -------------------------------------------------------------------------------
 class SearchIn(_Request):
     query: str
-    k: int = Field(10, ge=1, le=MAX_K)
+    k: Int = Field(10, ge=1, le=MAX_K)
     session: str | None = None
     as_of: TimeValue = Field(None, description="hide traces recorded after this time")
     now: TimeValue = Field(None, description="when the question is asked (default: as_of): "
@@ -191,7 +196,7 @@ class SearchOut(BaseModel):
 
 
 class ContextIn(SearchIn):
-    budget_tokens: int | None = Field(2000, ge=1, le=1_000_000)
+    budget_tokens: Int | None = Field(2000, ge=1, le=1_000_000)
     include_active: bool = False  # active memory first, then evidence, in the one budget
 
 
@@ -212,8 +217,8 @@ class ContextOut(BaseModel):
 
 class AnswerIn(_Request):
     query: str
-    k: int = Field(10, ge=1, le=MAX_K)
-    budget_tokens: int | None = Field(2000, ge=1, le=1_000_000)
+    k: Int = Field(10, ge=1, le=MAX_K)
+    budget_tokens: Int | None = Field(2000, ge=1, le=1_000_000)
     calibrate: bool = True
 
 
@@ -245,6 +250,8 @@ class DeleteReceiptOut(BaseModel):
     secure_delete: bool = Field(description="freed bytes were overwritten (SQLite secure_delete)")
     checkpointed: bool = Field(description="SQLite's write-ahead log was checkpointed and truncated")
     retained: list[str] = Field(description="what may still hold the text; empty when nothing does")
+    compacted: bool = Field(False, description="the erasure rewrote the file (SQLite VACUUM): old "
+                                               "copies of rows stayed in the unused space of its pages")
 
     @classmethod
     def from_receipt(cls, receipt: DeleteReceipt) -> DeleteReceiptOut:

@@ -9,8 +9,10 @@ from .derived import DerivedStore, DerivedUnit, Replacing
 from .keys import KeyStore
 from .maintenance import Maintenance
 from .meta import MetaStore
+from .portable import ExportRows, Portable, Restored, RestoredEvent, RestoredTombstone, RestoredTrace
 from .snapshots import SnapshotStore, TraceRows
 from .traces import CleanDraft, TraceDraft, TraceRecords
 
-__all__ = ["ChangeLog", "CleanDraft", "DerivedStore", "DerivedUnit", "HeldRows", "KeyStore", "Maintenance",
-           "MetaStore", "Replacing", "SnapshotStore", "TraceDraft", "TraceRecords", "TraceRows"]
+__all__ = ["ChangeLog", "CleanDraft", "DerivedStore", "DerivedUnit", "ExportRows", "HeldRows", "KeyStore",
+           "Maintenance", "MetaStore", "Portable", "Replacing", "Restored", "RestoredEvent", "RestoredTombstone",
+           "RestoredTrace", "SnapshotStore", "TraceDraft", "TraceRecords", "TraceRows"]

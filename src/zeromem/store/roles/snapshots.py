@@ -16,10 +16,15 @@ class TraceRows:
     whole traces only for the evidence it returns (``trace``)."""
 
     def __init__(self, rows: dict[int, Any], to_trace: Callable[[Any], Trace],
-                 to_fields: Callable[[Any], tuple]) -> None:
+                 to_fields: Callable[[Any], tuple], *, session_column: int | None = None,
+                 unsettled: frozenset[str] | None = None) -> None:
         self._rows = rows
         self._to_trace = to_trace
         self._to_fields = to_fields
+        self._session_column = session_column
+        # The sessions whose traces a snapshot may rightly not hold as they are now (changed
+        # since its version, or not derived yet), read in the same transaction; None: unknown.
+        self.unsettled = unsettled
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -30,6 +35,13 @@ class TraceRows:
     def trace(self, rowid: int) -> Trace | None:
         row = self._rows.get(rowid)
         return None if row is None else self._to_trace(row)
+
+    def sessions(self) -> dict[int, str]:
+        """Every trace's session as its units name it (the stored column), by rowid."""
+        column = self._session_column
+        if column is None:
+            return {}
+        return {rowid: row[column] for rowid, row in self._rows.items()}
 
     def fields_many(self, rowids: list[int]) -> list[tuple]:
         """(text, attachments, speaker, session, event_time, session_time, recorded_at, role) of
