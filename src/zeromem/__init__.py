@@ -34,6 +34,7 @@ from .retrieval.engine import SearchResult
 from .retrieval.reading import HasText, Reader
 from .retrieval.render import RenderedContext
 from .store.base import DeleteReceipt, TraceDraft
+from .store.portable import BackupReport, RestoreReport
 from .types import SAME_SCOPE, Evidence, HistoryEvent, Provenance, SameScope, Scope, TimeLike, Trace
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
                      "ActiveEntry",
                      "ActiveMemory",
                      "Answer",
+                     "BackupReport",
                      "Card",
                      "CompactReport",
                      "Config",
@@ -64,6 +66,7 @@ __all__ = [
                      "Reader",
                      "RefreshReport",
                      "RenderedContext",
+                     "RestoreReport",
                      "RetrievalConfig",
                      "SameScope",
                      "Scope",
