@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,20 @@ def extractor():
     from zeromem.encoders.factory import load_extractor
 
     return load_extractor(EncoderConfig())
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """No network: any TCP/UDP connection attempt fails the test (AF_UNIX pairs, which event
+    loops use internally, are left alone). For code that drives a framework which could phone
+    home (telemetry, tracing exporters, token files)."""
+    real_connect = socket.socket.connect
+
+    def connect(self, address):
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            raise AssertionError(f"network access attempted: {address!r}")
+        return real_connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket, "create_connection",
+                        lambda *a, **k: (_ for _ in ()).throw(AssertionError(f"network access: {a!r}")))

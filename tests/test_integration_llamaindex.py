@@ -10,7 +10,6 @@ offline. No LLM anywhere: zeromem's LLM-call counter stays at 0 and sockets refu
 from __future__ import annotations
 
 import asyncio
-import socket
 import subprocess
 import sys
 
@@ -38,16 +37,8 @@ CONVERSATION = [
 
 
 @pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    """No network: a TCP/UDP connection attempt fails the test (AF_UNIX is left alone)."""
-    real_connect = socket.socket.connect
-
-    def connect(self, address):
-        if self.family in (socket.AF_INET, socket.AF_INET6):
-            raise AssertionError(f"network access attempted: {address!r}")
-        return real_connect(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
+def _offline(no_network):
+    """Every test here runs without network (conftest.no_network)."""
 
 
 @pytest.fixture

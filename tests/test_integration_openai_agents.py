@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -51,19 +50,8 @@ NO_TRACING = RunConfig(tracing_disabled=True)
 
 
 @pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    """No network: any TCP/UDP connection attempt fails the test (AF_UNIX pairs, which the
-    event loop uses internally, are left alone)."""
-    real_connect = socket.socket.connect
-
-    def connect(self, address):
-        if self.family in (socket.AF_INET, socket.AF_INET6):
-            raise AssertionError(f"network access attempted: {address!r}")
-        return real_connect(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
-    monkeypatch.setattr(socket, "create_connection",
-                        lambda *a, **k: (_ for _ in ()).throw(AssertionError(f"network access: {a!r}")))
+def _offline(no_network):
+    """Every test here runs without network (conftest.no_network)."""
 
 
 @pytest.fixture
