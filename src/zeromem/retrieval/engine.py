@@ -124,6 +124,8 @@ class Engine:
         ``"dense"``)."""
         t0 = time.perf_counter()
         query = question_focus(query)  # a message's question, not the statements around it
+        # "Kate" for the account "Emi", "Faheem" for "Fahim": the speaker's name from here on.
+        query = prep.speaker_names.canonical(query)
         qvec = None if DENSE in skip else self._query_vector(query)
         t_enc = time.perf_counter()
         # The per-query arrays are small: a multi-threaded BLAS spends more time waking its
@@ -328,7 +330,8 @@ class Engine:
                 prior=prior, linking=prep.named_entities, name=lambda node: prep.trace(node).id,
                 residual=_residual_match(weights, prep),
                 link=_subject_link(weights, prep) if hops else None,
-                hop_targets=[int(i) for i in top_indices(score, 3 * budget) if eligible[i]] if hops else ())
+                hop_targets=[int(i) for i in top_indices(score, 3 * budget) if eligible[i]] if hops else (),
+                speaker=prep.turn_speaker if cfg.closure_neighbours == 1 else None)
             for node, (value, reason) in extra.items():
                 if eligible[node]:
                     chosen[node] = (value, reason)
