@@ -25,6 +25,7 @@ from ..blas import one_blas_thread
 from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, EncoderFailure
 from ..encoders.entities import normalize_title
+from ..encoders.timexpr import TimeSpan
 from ..indexes.topk import top_indices
 from ..lifecycle.supersede import wants_newest_value
 from ..types import Evidence, Provenance
@@ -66,6 +67,7 @@ TITLE_WEIGHT = 1.0  # a trace whose title (Trace.title) the query names outright
 SMALL_SCOPE_TURNS = 24
 SMALL_SCOPE_LEXICAL_SHARE = 0.35
 ONE_SPEAKER_LEVELS = ("turn", "span")
+READING_SLACK_DAYS = 31  # a date read two ways: the memory's dates ± this decide (one_reading)
 DENSE, GRAPH = "dense", "graph"  # the channels a degraded search can skip
 
 
@@ -160,6 +162,9 @@ class Engine:
         evidence with provenance, and the no-answer score."""
         cfg = self.config
         profile = build_profile(query, prep.speakers, asked_on)
+        cues = profile.temporal_cues
+        if len({(c.start_char, c.end_char) for c in cues}) < len(cues):  # a date written two ways
+            profile.temporal_cues = one_reading(cues, prep.date_range)
         plan = route(profile, cfg.primary_weight, cfg.local_primary_weight)
         qtokens = self.tokenize(query)
         if prep.n_live == 0:
@@ -393,6 +398,23 @@ def _settle(scores: np.ndarray) -> np.ndarray:
     than a freshly built graph, which moves a score by ~1e-16; rounding makes such near-ties
     exact ties, which are broken by slot (= trace id) order as in a fresh build."""
     return np.round(scores, 12)
+
+
+def one_reading(cues: list[TimeSpan], dates: tuple[dt.date, dt.date] | None) -> list[TimeSpan]:
+    """``cues`` with a date written two ways (10.01.2024: 10 January or October 1, see
+    ``timexpr.numeric_dates``) read the one way that falls within ``dates``, the first and last
+    day the memory's turns are dated; both readings stay when neither or both do."""
+    if dates is None:
+        return cues
+    by_place: dict[tuple[int, int], list[TimeSpan]] = {}
+    for cue in cues:
+        by_place.setdefault((cue.start_char, cue.end_char), []).append(cue)
+    out: list[TimeSpan] = []
+    for readings in by_place.values():
+        inside = [c for c in readings if dates[0] - dt.timedelta(days=READING_SLACK_DAYS) <= c.first
+                  and c.last <= dates[1] + dt.timedelta(days=READING_SLACK_DAYS)]
+        out.extend(inside if len(readings) > 1 and len(inside) == 1 else readings)
+    return out
 
 
 def _timings(t0: float, t_enc: float) -> dict[str, float]:

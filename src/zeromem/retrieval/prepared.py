@@ -66,6 +66,7 @@ class PreparedScope:
         self._label_masks: dict[frozenset[str], tuple[int, np.ndarray]] = {}
         self._vocatives: dict[int, tuple[str, ...]] = {}  # turn → names it addresses someone by
         self._speaker_names: tuple[int, SpeakerNames] | None = None
+        self._date_range: tuple[int, tuple[dt.date, dt.date] | None] | None = None
         self.version = 0
         self.changed_since_save = 0  # turns changed since this index was last persisted
 
@@ -125,6 +126,15 @@ class PreparedScope:
             learned = learn_names(self._vocatives, self._addressee, self._writers, speakers)
             self._speaker_names = (self.version, SpeakerNames(speakers, learned, self._writers))
         return self._speaker_names[1]
+
+    @property
+    def date_range(self) -> tuple[dt.date, dt.date] | None:
+        """The first and last day a live turn is dated (its event or session date), once per
+        version; None when no turn is dated."""
+        if self._date_range is None or self._date_range[0] != self.version:
+            anchors = [ranges[0][0] for ranges in self.turn_dates if ranges]
+            self._date_range = (self.version, (min(anchors), max(anchors)) if anchors else None)
+        return self._date_range[1]
 
     def _writers(self, word: str) -> Counter:
         """How many live turns of each speaker contain ``word`` (as the index tokenizes it)."""
