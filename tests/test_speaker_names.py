@@ -46,3 +46,8 @@ def test_canonical_rewrites_only_names_the_conversation_does_not_use():
     assert names.canonical("What does Kate like?") == "What does Akib like?"
     assert names.canonical("Did Akin call?") == "Did Akin call?"  # someone the chat talks about
     assert names.canonical("what did aqib play") == "what did aqib play"  # not written as a name
+
+
+def test_roles_have_no_spelling_variants():
+    names = SpeakerNames(["assistant", "user"], {}, _writers({}))
+    assert names.canonical("Did Uber call?") == "Did Uber call?"

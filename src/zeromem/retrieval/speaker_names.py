@@ -48,6 +48,7 @@ _NOT_NAMES = frozenset(STOPWORDS) | frozenset(QUESTION_WORDS) | frozenset(MONTH_
     "again", "much", "all", "you", "for", "the", "and", "but", "too", "also", "today", "tomorrow", "tonight",
 }
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
+ROLES = frozenset({"user", "assistant", "system", "tool", "human", "ai", "bot", "model"})
 
 
 def addressed_names(text: str) -> tuple[str, ...]:
@@ -123,7 +124,9 @@ class SpeakerNames:
         self.speakers = sorted(s for s in speakers if s)
         self.learned = dict(learned)
         self._writers = writers
-        self._names = {s.split()[0].lower(): s for s in self.speakers if s.split()}
+        # A role ("user", "assistant") is not a name a question misspells ("Uber" is not "user").
+        self._names = {s.split()[0].lower(): s for s in self.speakers
+                       if s.split() and s.split()[0].lower() not in ROLES}
         self._names.update(self.learned)
         self._known = {w.lower() for s in self.speakers for w in s.split()}
 
