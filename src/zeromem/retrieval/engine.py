@@ -336,7 +336,9 @@ class Engine:
                 residual=_residual_match(weights, prep),
                 link=_subject_link(weights, prep) if hops else None,
                 hop_targets=[int(i) for i in top_indices(score, 3 * budget) if eligible[i]] if hops else (),
-                speaker=prep.turn_speaker if cfg.closure_neighbours == 1 else None)
+                # Who speaks to whom: only where two or more people write (one-speaker notes
+                # have no replies to find past a burst).
+                speaker=prep.turn_speaker if cfg.closure_neighbours == 1 and len(prep.speakers) > 1 else None)
             for node, (value, reason) in extra.items():
                 if eligible[node]:
                     chosen[node] = (value, reason)
