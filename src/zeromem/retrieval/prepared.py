@@ -120,11 +120,14 @@ class PreparedScope:
     @property
     def speaker_names(self) -> SpeakerNames:
         """The speakers and the other names the conversation calls them by (speaker_names.py),
-        learned once per version from the few turns that address someone by name."""
+        learned at most once per version (and only when a query needs them) from the few turns
+        that address someone by name."""
         if self._speaker_names is None or self._speaker_names[0] != self.version:
             speakers = self.speakers
-            learned = learn_names(self._vocatives, self._addressee, self._writers, speakers)
-            self._speaker_names = (self.version, SpeakerNames(speakers, learned, self._writers))
+            vocatives = dict(self._vocatives)  # learned on first need, from this version's turns
+            self._speaker_names = (self.version, SpeakerNames(
+                speakers, lambda: learn_names(vocatives, self._addressee, self._writers, speakers),
+                self._writers))
         return self._speaker_names[1]
 
     @property

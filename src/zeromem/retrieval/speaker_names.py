@@ -119,16 +119,29 @@ def variant_of(word: str, names: Mapping[str, str]) -> str | None:
 class SpeakerNames:
     """A scope's speakers and their other names; ``canonical`` rewrites a query with them."""
 
-    def __init__(self, speakers: Iterable[str], learned: Mapping[str, str],
+    def __init__(self, speakers: Iterable[str], learned: Mapping[str, str] | Callable[[], Mapping[str, str]],
                  writers: Callable[[str], Mapping[str | None, int]]) -> None:
+        """``learned``: rule 1's names, or how to learn them (called once, when a query first
+        holds a capitalized word that is not a speaker's name)."""
         self.speakers = sorted(s for s in speakers if s)
-        self.learned = dict(learned)
+        self._learn = learned if callable(learned) else (lambda: learned)
+        self._learned: dict[str, str] | None = None
         self._writers = writers
-        # A role ("user", "assistant") is not a name a question misspells ("Uber" is not "user").
-        self._names = {s.split()[0].lower(): s for s in self.speakers
-                       if s.split() and s.split()[0].lower() not in ROLES}
-        self._names.update(self.learned)
         self._known = {w.lower() for s in self.speakers for w in s.split()}
+
+    @property
+    def learned(self) -> dict[str, str]:
+        if self._learned is None:
+            self._learned = dict(self._learn())
+        return self._learned
+
+    @property
+    def _names(self) -> dict[str, str]:
+        # A role ("user", "assistant") is not a name a question misspells ("Uber" is not "user").
+        names = {s.split()[0].lower(): s for s in self.speakers
+                 if s.split() and s.split()[0].lower() not in ROLES}
+        names.update(self.learned)
+        return names
 
     def speaker_of(self, word: str) -> str | None:
         """The speaker a capitalized word of a query names by another name, else None."""
