@@ -51,3 +51,10 @@ def test_canonical_rewrites_only_names_the_conversation_does_not_use():
 def test_roles_have_no_spelling_variants():
     names = SpeakerNames(["assistant", "user"], {}, _writers({}))
     assert names.canonical("Did Uber call?") == "Did Uber call?"
+
+
+def test_without_names_keeps_what_is_asked():
+    names = SpeakerNames(["Nicolas", "Nebraas", "user"], {}, _writers({}))
+    assert names.without_names("What hobbies does Nicolas have?") == "What hobbies does have?"
+    assert names.without_names("What is Nebraas's job and Nicolas’s?") == "What is job and ?"
+    assert names.without_names("What did the user say?") == "What did the user say?"  # a role stays

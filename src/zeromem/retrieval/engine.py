@@ -67,6 +67,7 @@ TITLE_WEIGHT = 1.0  # a trace whose title (Trace.title) the query names outright
 SMALL_SCOPE_TURNS = 24
 SMALL_SCOPE_LEXICAL_SHARE = 0.35
 ONE_SPEAKER_LEVELS = ("turn", "span")
+SHORT_MESSAGE_WORDS = 15  # a memory whose median turn has at most this many words: see Engine._embedded
 READING_SLACK_DAYS = 31  # a date read two ways: the memory's dates ± this decide (one_reading)
 DENSE, GRAPH = "dense", "graph"  # the channels a degraded search can skip
 
@@ -128,7 +129,7 @@ class Engine:
         query = question_focus(query)  # a message's question, not the statements around it
         # "Kate" for the account "Emi", "Faheem" for "Fahim": the speaker's name from here on.
         query = prep.speaker_names.canonical(query)
-        qvec = None if DENSE in skip else self._query_vector(query)
+        qvec = None if DENSE in skip else self._query_vector(self._embedded(prep, query))
         t_enc = time.perf_counter()
         # The per-query arrays are small: a multi-threaded BLAS spends more time waking its
         # threads than computing (measured ~100x slower on a busy 2-core machine).
@@ -140,12 +141,24 @@ class Engine:
                 return result
             # A message that asks two things needs evidence for both: each question is searched
             # on its own, and their evidence takes turns after the whole message's best.
-            answers = [self._search(prep, part, None if qvec is None else self._query_vector(part), t0,
+            answers = [self._search(prep, part,
+                                    None if qvec is None else self._query_vector(self._embedded(prep, part)), t0,
                                     t_enc, k, session, as_of, allowed_rowids, GRAPH in skip,
                                     hidden_rowids, asked_on).evidence for part in parts]
         result.evidence = taking_turns(result.evidence, answers, k)
         result.timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return result
+
+    @staticmethod
+    def _embedded(prep: PreparedScope, query: str) -> str:
+        """What the query embedding reads. In a memory of short messages (median at most
+        ``SHORT_MESSAGE_WORDS`` words) the speakers' names are left out: every unit reads
+        "Nicolas: …", and in "Nicolas: And its crazy" the name is most of the text, so "What
+        hobbies does Nicolas have?" would find his shortest messages by the name alone (subject
+        compatibility still favours his turns)."""
+        if prep.median_turn_words > SHORT_MESSAGE_WORDS:
+            return query
+        return prep.speaker_names.without_names(query)
 
     def _query_vector(self, text: str) -> np.ndarray:
         try:

@@ -22,6 +22,8 @@ from ..views.hierarchy import Hierarchy
 from .calibrate import subject_compat
 from .speaker_names import NEIGHBOUR_REACH, SpeakerNames, addressed_names, learn_names
 
+MAX_COUNTED_WORDS = 64  # median_turn_words counts longer turns as this many
+
 DISAMBIGUATED_TITLE = 0.5
 NOT_NAME_LABELS = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "PERCENT", "MONEY", "QUANTITY"})
 
@@ -67,6 +69,7 @@ class PreparedScope:
         self._vocatives: dict[int, tuple[str, ...]] = {}  # turn → names it addresses someone by
         self._speaker_names: tuple[int, SpeakerNames] | None = None
         self._date_range: tuple[int, tuple[dt.date, dt.date] | None] | None = None
+        self._turn_words = np.zeros(MAX_COUNTED_WORDS + 1, dtype=np.int64)  # live turns by word count
         self.version = 0
         self.changed_since_save = 0  # turns changed since this index was last persisted
 
@@ -129,6 +132,15 @@ class PreparedScope:
                 speakers, lambda: learn_names(vocatives, self._addressee, self._writers, speakers),
                 self._writers))
         return self._speaker_names[1]
+
+    @property
+    def median_turn_words(self) -> int:
+        """The median number of words of a live turn (counts above ``MAX_COUNTED_WORDS`` count
+        as that many); 0 for an empty memory."""
+        total = int(self._turn_words.sum())
+        if not total:
+            return 0
+        return int(np.searchsorted(np.cumsum(self._turn_words), (total + 1) // 2))
 
     @property
     def date_range(self) -> tuple[dt.date, dt.date] | None:
@@ -272,6 +284,7 @@ class PreparedScope:
             self.turn_lower[slot] = (" ".join([text, *attachments]) if attachments else text).lower()  # captions count
             self.turn_speaker[slot] = speaker
             self._speaker_counts[speaker] += 1
+            self._turn_words[min(len(text.split()), MAX_COUNTED_WORDS)] += 1
             vocatives = addressed_names(text) if speaker else ()
             if vocatives:
                 self._vocatives[slot] = vocatives
@@ -321,6 +334,7 @@ class PreparedScope:
             return
         self._speaker_counts[self.turn_speaker[slot]] -= 1
         self._vocatives.pop(slot, None)
+        self._turn_words[min(len(self.turn_text[slot].split()), MAX_COUNTED_WORDS)] -= 1
         self._rowid[slot] = -1
         self.turn_text[slot] = ""
         self.turn_lower[slot] = ""

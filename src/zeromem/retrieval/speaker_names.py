@@ -168,3 +168,18 @@ class SpeakerNames:
             return f"{speaker.split()[0]}{tail}" if speaker else word
 
         return _WORD.sub(swap, query)
+
+    def without_names(self, query: str) -> str:
+        """``query`` without the speakers' names (a role such as "user" stays): what is asked
+        about a person, not who the person is. A query of names only is returned as it is."""
+        names = {w.lower() for s in self.speakers for w in s.split() if w.lower() not in ROLES}
+        if not names:
+            return query
+
+        def drop(m: re.Match) -> str:
+            word = m.group(0)
+            base = word[:-2] if word.endswith(("'s", "’s")) else word
+            return "" if base.lower() in names else word
+
+        rest = " ".join(_WORD.sub(drop, query).split())
+        return rest if _WORD.search(rest) else query  # a query that is only a name stays as written
