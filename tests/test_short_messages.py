@@ -1,30 +1,28 @@
 """A memory of short messages embeds the query without the speakers' names (Engine._embedded)."""
 
+from zeromem import Memory
 from zeromem.retrieval import engine as E
+from zeromem.retrieval.speaker_names import SpeakerNames
 
 
+class _Scope:
+    """What ``Engine._embedded`` reads of a prepared scope."""
+
+    def __init__(self, median, names):
+        self.median_turn_words = median
+        self.speaker_names = names
 
 
-def test_median_turn_words_and_the_embedded_query(tmp_path):
-    from zeromem.retrieval.prepared import PreparedScope
-
-    class Fake:
-        def __init__(self, median, names):
-            self.median_turn_words = median
-            self.speaker_names = names
-
-    from zeromem.retrieval.speaker_names import SpeakerNames
+def test_the_embedded_query_leaves_names_out_only_where_messages_are_short():
+    Fake = _Scope
     names = SpeakerNames(["Nicolas", "Nebraas"], {}, lambda w: {})
     q = "What hobbies does Nicolas have?"
     assert E.Engine._embedded(Fake(9, names), q) == "What hobbies does have?"
     assert E.Engine._embedded(Fake(E.SHORT_MESSAGE_WORDS + 1, names), q) == q
     assert E.Engine._embedded(Fake(9, names), "Nicolas?") == "Nicolas?"  # nothing left: as written
-    assert PreparedScope  # imported for the type the engine reads
 
 
 def test_median_turn_words_follows_writes_and_deletes(tmp_path):
-    from zeromem import Memory
-
     memory = Memory(tmp_path / "m.db", user="u")
     try:
         ids = [memory.add(text, speaker=speaker, session="s1")
