@@ -132,6 +132,8 @@ def test_harness_scores_a_scripted_system_exactly(locomo_file):
     assert report["by_category"]["multi-hop"]["n"] == 1
     assert report["by_category"]["open-domain"]["n"] == 0
     assert report["by_category"]["open-domain"]["recall@2"] is None
+    assert set(report["by_conversation"]) == {corpus.name}
+    assert report["by_conversation"][corpus.name]["recall@2"] == overall["recall@2"]
     assert report["adversarial"] == {"n": 1, "no_answer_auroc": "n/a", "no_answer_accuracy": "n/a"}
     assert overall["answer_in_context"] == pytest.approx(50.0)  # Denver and Miso are in context
     assert system.released == [corpus.name]
@@ -258,6 +260,7 @@ def test_cli_locomo_with_bm25_writes_the_issue_json_shape(locomo_file, tmp_path)
     assert document["data"]["evidence_dropped"] == 2
     assert document["context_tokenizer"] and document["versions"]["python"]
     assert png.stat().st_size > 0
+    assert "single-hop (" in result.output and "open-domain (0)" not in result.output  # no empty columns
     assert "bm25" in result.output
 
 

@@ -119,8 +119,13 @@ def system_report(result: SystemRun, k: int, reader_model: str | None = None) ->
     adversarial = summary.no_answer_block(
         [r for r in result.runs if r.query.scored or r.query.category == "adversarial"],
         lambda r: r.query.category == "adversarial", result.no_answer_threshold)
+    conversations = dict.fromkeys(r.query.qid.rsplit("/", 1)[0] for r in answerable)
+    by_conversation = {name: summary.retrieval_block([r for r in answerable
+                                                      if r.query.qid.rsplit("/", 1)[0] == name], ks, k)
+                       for name in conversations}  # tune on some conversations, report the others
     block: dict[str, Any] = {"overall": overall, "by_category": by_category,
-                             "by_half": _halves(answerable, ks, k), "adversarial": adversarial}
+                             "by_half": _halves(answerable, ks, k), "by_conversation": by_conversation,
+                             "adversarial": adversarial}
     if reader_model is not None:
         block["reader"] = _reader_report(result, reader_model)
     return block

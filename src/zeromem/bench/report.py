@@ -168,7 +168,9 @@ def print_tables(document: dict[str, Any], console: Console | None = None) -> No
                                           f"{str(document.get('context_tokenizer')).split(' (')[0]})", _COST))
 
     systems = document["systems"]
-    categories = list(dict.fromkeys(c for b in systems.values() for c in b.get("by_category", {})))
+    # A category no question of this data set has (REALTALK has no single-hop) gets no column.
+    categories = list(dict.fromkeys(c for b in systems.values() for c, cell in b.get("by_category", {}).items()
+                                    if not isinstance(cell, dict) or cell.get("n", 1)))
     metric = _CATEGORY_METRIC.get(benchmark, "recall@{k}").format(k=k)
     if categories:
         by_cat = Table(title=f"{metric} by category (n)")

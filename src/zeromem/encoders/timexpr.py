@@ -249,6 +249,31 @@ def _resolve_one(kind: str, m: re.Match, anchor: dt.date):
     return day, day, "day"
 
 
+# 10.01.2024, 1/19/2024, 19-01-2024: day and month in the writer's order, which the date alone
+# may not tell (10.01 is 10 January in most of Europe, October 1 in the US).
+_NUMERIC_DATE = re.compile(r"(?<![\w./-])(\d{1,2})([./-])(\d{1,2})\2((?:19|20)\d{2})(?![\d/-]|\.\d)")
+
+
+def numeric_dates(text: str) -> list[TimeSpan]:
+    """Every day a numeric date of ``text`` can be read as: one span when only one of day-month
+    and month-day is a valid date (19.01.2024) or both read the same (05.05.2024), two spans
+    with the same surface when both are valid (10.01.2024: 10 January or October 1). The caller
+    decides between two readings (``retrieval.engine`` keeps the one within the memory's dates)."""
+    out: list[TimeSpan] = []
+    for m in _NUMERIC_DATE.finditer(text):
+        first, second, year = int(m.group(1)), int(m.group(3)), int(m.group(4))
+        days: list[dt.date] = []
+        for day_n, month_n in ((first, second), (second, first)):
+            try:
+                day = dt.date(year, month_n, day_n)
+            except ValueError:
+                continue
+            if day not in days:
+                days.append(day)
+        out.extend(TimeSpan(m.group(0), m.start(), m.end(), day, day, "day") for day in days)
+    return out
+
+
 def parse_absolute(text: str) -> list[TimeSpan]:
     """Absolute dates in ``text``: day, month or year ranges, most specific first."""
     found: list[TimeSpan] = []

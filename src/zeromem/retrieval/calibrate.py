@@ -23,7 +23,7 @@ import numpy as np
 
 from ..encoders.timexpr import TimeSpan
 
-SUBJECT_PENALTY = 0.15
+SUBJECT_PENALTY = 0.3
 TIME_PENALTY = 0.45
 TIME_SLACK_DAYS = {"day": 3, "week": 7, "month": 20, "year": 60}
 

@@ -30,6 +30,10 @@ PREV_DECAY = 0.35
 # A statement, a question about it, its answer: the answer says more of what the statement
 # started, in words of its own (docs/decisions.md#d-028).
 ANSWER_AFTER_QUESTION_DECAY = 0.75
+# Burst-aware closure (``speaker`` given): how far past a burst the reply is looked for, and
+# what the next message of the same burst inherits (docs/decisions.md#d-063).
+REPLY_REACH = 6
+CONTINUATION_DECAY = 0.55
 BRIDGE_DECAY = 0.6
 TITLE_LINK_DECAY = 1.1  # a hop may pass its source: a well-matching page the top hit names (docs/decisions.md#d-024)
 TITLE_LINK_SOURCES = 3
@@ -49,7 +53,8 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
                        residual: Callable[[int, int], float] | None = None,
                        link: Callable[[int, int], float] | None = None,
                        hop_targets: Sequence[int] = (),
-                       name: Callable[[int], str] = str) -> dict[int, tuple[float, str]]:
+                       name: Callable[[int], str] = str,
+                       speaker: Sequence[str | None] | None = None) -> dict[int, tuple[float, str]]:
     """Closure units with their derived scores and the reason they were added.
 
     ``prior`` is the query's per-turn factor the primary scores already carry (e.g. the asker's
@@ -73,6 +78,12 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
 
     ``next_turn`` / ``prev_turn`` give each turn's neighbours in its session (-1: none);
     ``turns_of_entities(ids)`` the turns linked to each entity, as (turns, count per entity).
+
+    ``speaker`` (each turn's speaker, None where unknown): real chat comes in bursts, one
+    person sending several messages in a row, so the reply to a turn is the next turn by
+    someone else after its burst ends (at most ``REPLY_REACH`` turns on), not the next turn;
+    the next turn of the same burst is offered as its continuation. Without it, the next turn
+    is the reply (strict alternation).
     """
     n = len(scores)
     chosen = set(primary)
@@ -90,8 +101,33 @@ def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.nd
         if score > found.get(node, (-1.0, ""))[0]:
             found[node] = (score, reason)
 
+    def reply(node: int) -> int:
+        """The first turn by another speaker after ``node`` (its burst's reply), or -1."""
+        after = int(next_turn[node])
+        if speaker is None or speaker[node] is None:
+            return after
+        for _ in range(REPLY_REACH):
+            if after < 0 or speaker[after] != speaker[node]:
+                return after
+            after = int(next_turn[after])
+        return -1
+
     for node in primary:
         base = float(scores[node])
+        if speaker is not None and neighbours > 0:
+            answer, after = reply(node), int(next_turn[node])
+            if answer >= 0:
+                offer(answer, base * (NEXT_AFTER_QUESTION_DECAY if question_like[node] else NEXT_DECAY),
+                      f"reply to {name(node)}")
+            if after >= 0 and after != answer:
+                offer(after, base * CONTINUATION_DECAY, f"continues {name(node)}")
+            before = int(prev_turn[node])
+            if before >= 0:
+                offer(before, base * PREV_DECAY, f"context of {name(node)}")
+            asked = answer if not question_like[node] else -1
+            if asked >= 0 and question_like[asked] and (told := reply(asked)) >= 0 and told != node:
+                offer(told, base * ANSWER_AFTER_QUESTION_DECAY, f"answer to the question after {name(node)}")
+            continue
         after = before = node
         for step in range(1, neighbours + 1):
             after = int(next_turn[after]) if after >= 0 else -1

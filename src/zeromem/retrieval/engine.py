@@ -25,6 +25,7 @@ from ..blas import one_blas_thread
 from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, EncoderFailure
 from ..encoders.entities import normalize_title
+from ..encoders.timexpr import TimeSpan
 from ..indexes.topk import top_indices
 from ..lifecycle.supersede import wants_newest_value
 from ..types import Evidence, Provenance
@@ -66,6 +67,8 @@ TITLE_WEIGHT = 1.0  # a trace whose title (Trace.title) the query names outright
 SMALL_SCOPE_TURNS = 24
 SMALL_SCOPE_LEXICAL_SHARE = 0.35
 ONE_SPEAKER_LEVELS = ("turn", "span")
+SHORT_MESSAGE_WORDS = 15  # a memory whose median turn has at most this many words: see Engine._embedded
+READING_SLACK_DAYS = 31  # a date read two ways: the memory's dates ± this decide (one_reading)
 DENSE, GRAPH = "dense", "graph"  # the channels a degraded search can skip
 
 
@@ -124,7 +127,9 @@ class Engine:
         ``"dense"``)."""
         t0 = time.perf_counter()
         query = question_focus(query)  # a message's question, not the statements around it
-        qvec = None if DENSE in skip else self._query_vector(query)
+        # "Kate" for the account "Emi", "Faheem" for "Fahim": the speaker's name from here on.
+        query = prep.speaker_names.canonical(query)
+        qvec = None if DENSE in skip else self._query_vector(self._embedded(prep, query))
         t_enc = time.perf_counter()
         # The per-query arrays are small: a multi-threaded BLAS spends more time waking its
         # threads than computing (measured ~100x slower on a busy 2-core machine).
@@ -136,12 +141,24 @@ class Engine:
                 return result
             # A message that asks two things needs evidence for both: each question is searched
             # on its own, and their evidence takes turns after the whole message's best.
-            answers = [self._search(prep, part, None if qvec is None else self._query_vector(part), t0,
+            answers = [self._search(prep, part,
+                                    None if qvec is None else self._query_vector(self._embedded(prep, part)), t0,
                                     t_enc, k, session, as_of, allowed_rowids, GRAPH in skip,
                                     hidden_rowids, asked_on).evidence for part in parts]
         result.evidence = taking_turns(result.evidence, answers, k)
         result.timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return result
+
+    @staticmethod
+    def _embedded(prep: PreparedScope, query: str) -> str:
+        """What the query embedding reads. In a memory of short messages (median at most
+        ``SHORT_MESSAGE_WORDS`` words) the speakers' names are left out: every unit reads
+        "Nicolas: …", and in "Nicolas: And its crazy" the name is most of the text, so "What
+        hobbies does Nicolas have?" would find his shortest messages by the name alone (subject
+        compatibility still favours his turns)."""
+        if prep.median_turn_words > SHORT_MESSAGE_WORDS:
+            return query
+        return prep.speaker_names.without_names(query)
 
     def _query_vector(self, text: str) -> np.ndarray:
         try:
@@ -158,6 +175,9 @@ class Engine:
         evidence with provenance, and the no-answer score."""
         cfg = self.config
         profile = build_profile(query, prep.speakers, asked_on)
+        cues = profile.temporal_cues
+        if len({(c.start_char, c.end_char) for c in cues}) < len(cues):  # a date written two ways
+            profile.temporal_cues = one_reading(cues, prep.date_range)
         plan = route(profile, cfg.primary_weight, cfg.local_primary_weight)
         qtokens = self.tokenize(query)
         if prep.n_live == 0:
@@ -328,7 +348,10 @@ class Engine:
                 prior=prior, linking=prep.named_entities, name=lambda node: prep.trace(node).id,
                 residual=_residual_match(weights, prep),
                 link=_subject_link(weights, prep) if hops else None,
-                hop_targets=[int(i) for i in top_indices(score, 3 * budget) if eligible[i]] if hops else ())
+                hop_targets=[int(i) for i in top_indices(score, 3 * budget) if eligible[i]] if hops else (),
+                # Who speaks to whom: only where two or more people write (one-speaker notes
+                # have no replies to find past a burst).
+                speaker=prep.turn_speaker if cfg.closure_neighbours == 1 and len(prep.speakers) > 1 else None)
             for node, (value, reason) in extra.items():
                 if eligible[node]:
                     chosen[node] = (value, reason)
@@ -390,6 +413,23 @@ def _settle(scores: np.ndarray) -> np.ndarray:
     than a freshly built graph, which moves a score by ~1e-16; rounding makes such near-ties
     exact ties, which are broken by slot (= trace id) order as in a fresh build."""
     return np.round(scores, 12)
+
+
+def one_reading(cues: list[TimeSpan], dates: tuple[dt.date, dt.date] | None) -> list[TimeSpan]:
+    """``cues`` with a date written two ways (10.01.2024: 10 January or October 1, see
+    ``timexpr.numeric_dates``) read the one way that falls within ``dates``, the first and last
+    day the memory's turns are dated; both readings stay when neither or both do."""
+    if dates is None:
+        return cues
+    by_place: dict[tuple[int, int], list[TimeSpan]] = {}
+    for cue in cues:
+        by_place.setdefault((cue.start_char, cue.end_char), []).append(cue)
+    out: list[TimeSpan] = []
+    for readings in by_place.values():
+        inside = [c for c in readings if dates[0] - dt.timedelta(days=READING_SLACK_DAYS) <= c.first
+                  and c.last <= dates[1] + dt.timedelta(days=READING_SLACK_DAYS)]
+        out.extend(inside if len(readings) > 1 and len(inside) == 1 else readings)
+    return out
 
 
 def _timings(t0: float, t_enc: float) -> dict[str, float]:

@@ -20,6 +20,9 @@ from ..types import Scope, Trace
 from ..views.graph import EntityGraph
 from ..views.hierarchy import Hierarchy
 from .calibrate import subject_compat
+from .speaker_names import NEIGHBOUR_REACH, SpeakerNames, addressed_names, learn_names
+
+MAX_COUNTED_WORDS = 64  # median_turn_words counts longer turns as this many
 
 DISAMBIGUATED_TITLE = 0.5
 NOT_NAME_LABELS = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "PERCENT", "MONEY", "QUANTITY"})
@@ -63,6 +66,10 @@ class PreparedScope:
         self._titles_by_key: dict[str, tuple[int, np.ndarray, np.ndarray, str]] = {}  # see _title_data
         self._titles_of: object = None  # the index's TurnTitles those entries were read from
         self._label_masks: dict[frozenset[str], tuple[int, np.ndarray]] = {}
+        self._vocatives: dict[int, tuple[str, ...]] = {}  # turn → names it addresses someone by
+        self._speaker_names: tuple[int, SpeakerNames] | None = None
+        self._date_range: tuple[int, tuple[dt.date, dt.date] | None] | None = None
+        self._turn_words = np.zeros(MAX_COUNTED_WORDS + 1, dtype=np.int64)  # live turns by word count
         self.version = 0
         self.changed_since_save = 0  # turns changed since this index was last persisted
 
@@ -112,6 +119,61 @@ class PreparedScope:
     @property
     def speakers(self) -> list[str]:
         return sorted(s for s, c in self._speaker_counts.items() if c > 0 and s)
+
+    @property
+    def speaker_names(self) -> SpeakerNames:
+        """The speakers and the other names the conversation calls them by (speaker_names.py),
+        learned at most once per version (and only when a query needs them) from the few turns
+        that address someone by name."""
+        if self._speaker_names is None or self._speaker_names[0] != self.version:
+            speakers = self.speakers
+            vocatives = dict(self._vocatives)  # learned on first need, from this version's turns
+            self._speaker_names = (self.version, SpeakerNames(
+                speakers, lambda: learn_names(vocatives, self._addressee, self._writers, speakers),
+                self._writers))
+        return self._speaker_names[1]
+
+    @property
+    def median_turn_words(self) -> int:
+        """The median number of words of a live turn (counts above ``MAX_COUNTED_WORDS`` count
+        as that many); 0 for an empty memory."""
+        total = int(self._turn_words.sum())
+        if not total:
+            return 0
+        return int(np.searchsorted(np.cumsum(self._turn_words), (total + 1) // 2))
+
+    @property
+    def date_range(self) -> tuple[dt.date, dt.date] | None:
+        """The first and last day a live turn is dated (its event or session date), once per
+        version; None when no turn is dated."""
+        if self._date_range is None or self._date_range[0] != self.version:
+            anchors = [ranges[0][0] for ranges in self.turn_dates if ranges]
+            self._date_range = (self.version, (min(anchors), max(anchors)) if anchors else None)
+        return self._date_range[1]
+
+    def _writers(self, word: str) -> Counter:
+        """How many live turns of each speaker contain ``word`` (as the index tokenizes it)."""
+        tokens = self.index.tokenize_many([word])[0]
+        if not tokens:
+            return Counter()
+        lexical = self.index.turns.lexical
+        slots = lexical.documents(tokens[0]).tolist()
+        return Counter(self.turn_speaker[int(slot)] for slot in slots
+                       if int(slot) < len(self.turn_speaker) and self.turn_rowid[int(slot)] >= 0)
+
+    def _addressee(self, turn: int) -> str | None:
+        """Whom a turn talks to: the speaker of the nearest earlier turn of its session by
+        someone else, else of the nearest later one."""
+        own = self.turn_speaker[turn]
+        for links in (self.hier.prev_turn.view(), self.hier.next_turn.view()):
+            other = int(links[turn]) if turn < len(links) else -1
+            for _ in range(NEIGHBOUR_REACH):
+                if other < 0:
+                    break
+                if self.turn_speaker[other] and self.turn_speaker[other] != own:
+                    return self.turn_speaker[other]
+                other = int(links[other])
+        return None
 
     @property
     def superseded_by(self) -> dict[int, int]:
@@ -222,6 +284,12 @@ class PreparedScope:
             self.turn_lower[slot] = (" ".join([text, *attachments]) if attachments else text).lower()  # captions count
             self.turn_speaker[slot] = speaker
             self._speaker_counts[speaker] += 1
+            self._turn_words[min(len(text.split()), MAX_COUNTED_WORDS)] += 1
+            vocatives = addressed_names(text) if speaker else ()
+            if vocatives:
+                self._vocatives[slot] = vocatives
+            else:
+                self._vocatives.pop(slot, None)
             question_like.append(text.rstrip().endswith(("?", "？")))
             by_user.append(role == "user")
             sessions.append(session)
@@ -265,6 +333,8 @@ class PreparedScope:
         if self.turn_rowid[slot] < 0:
             return
         self._speaker_counts[self.turn_speaker[slot]] -= 1
+        self._vocatives.pop(slot, None)
+        self._turn_words[min(len(self.turn_text[slot].split()), MAX_COUNTED_WORDS)] -= 1
         self._rowid[slot] = -1
         self.turn_text[slot] = ""
         self.turn_lower[slot] = ""

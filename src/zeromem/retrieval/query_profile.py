@@ -12,7 +12,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from ..encoders.timexpr import TimeSpan, parse_absolute, resolve_relative
+from ..encoders.timexpr import TimeSpan, numeric_dates, parse_absolute, resolve_relative
 
 # The entity labels (spaCy's; jieba's names map onto PERSON and GPE) of what each answer type
 # asks for. A time expression ("yesterday", "last June", "at noon") is a DATE or TIME entity, and
@@ -61,9 +61,12 @@ _ZH_BOUNDED_BEFORE = ("直到", "截至")  # 直到昨天
 
 
 def time_cues(query: str, asked_at: dt.date | None) -> list[TimeSpan]:
-    """The periods a query names: absolute dates ("in May 2023"), and, when the time it is asked
-    is known, relative ones resolved against it ("two weeks ago", "last weekend", 上周六)."""
+    """The periods a query names: absolute dates ("in May 2023"; a numeric date that reads two
+    ways gives both, ``timexpr.numeric_dates``), and, when the time it is asked is known,
+    relative ones resolved against it ("two weeks ago", "last weekend", 上周六)."""
     cues = parse_absolute(query)
+    cues += [span for span in numeric_dates(query)
+             if not any(c.start_char < span.end_char and span.start_char < c.end_char for c in cues)]
     if asked_at is None:
         return cues
     for span in resolve_relative(query, asked_at):
