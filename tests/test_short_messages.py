@@ -8,9 +8,10 @@ from zeromem.retrieval.speaker_names import SpeakerNames
 class _Scope:
     """What ``Engine._embedded`` reads of a prepared scope."""
 
-    def __init__(self, median, names):
+    def __init__(self, median, names, n_live=E.SMALL_SCOPE_TURNS):
         self.median_turn_words = median
         self.speaker_names = names
+        self.n_live = n_live
 
 
 def test_the_embedded_query_leaves_names_out_only_where_messages_are_short():
@@ -20,6 +21,26 @@ def test_the_embedded_query_leaves_names_out_only_where_messages_are_short():
     assert E.Engine._embedded(Fake(9, names), q) == "What hobbies does have?"
     assert E.Engine._embedded(Fake(E.SHORT_MESSAGE_WORDS + 1, names), q) == q
     assert E.Engine._embedded(Fake(9, names), "Nicolas?") == "Nicolas?"  # nothing left: as written
+    # a small scope keeps the names: they may be all that ties a question to its person's turns
+    assert E.Engine._embedded(Fake(9, names, n_live=E.SMALL_SCOPE_TURNS - 1), q) == q
+
+
+def test_a_question_naming_the_speaker_of_a_few_short_messages_finds_them():
+    """Three turns, the name the only tie between the question and Ana's turns: they are found
+    (with the name left out of the embedding they scored nothing and the search returned only
+    the question asked in another session)."""
+    memory = Memory(":memory:", user="ana")
+    try:
+        ids = memory.add_many([
+            {"text": "I moved to Lisbon in March.", "session": "s1", "speaker": "Ana", "role": "user"},
+            {"text": "Lisbon is beautiful in spring.", "session": "s1", "role": "assistant"},
+        ])
+        memory.add("Where do I live now?", session="current", role="user")
+        found = [ev.trace_id for ev in memory.search("Where does Ana live?", k=5)]
+        assert found[:2] == ids
+        assert [ev.trace_id for ev in memory.search("Where does Ana live?", k=5, session="s1")] == ids
+    finally:
+        memory.close()
 
 
 def test_median_turn_words_follows_writes_and_deletes(tmp_path):

@@ -155,8 +155,10 @@ class Engine:
         ``SHORT_MESSAGE_WORDS`` words) the speakers' names are left out: every unit reads
         "Nicolas: …", and in "Nicolas: And its crazy" the name is most of the text, so "What
         hobbies does Nicolas have?" would find his shortest messages by the name alone (subject
-        compatibility still favours his turns)."""
-        if prep.median_turn_words > SHORT_MESSAGE_WORDS:
+        compatibility still favours his turns). A small scope keeps the names: with a handful of
+        turns the name can be the only thing that ties a question to its person's turns, and
+        without it their scores can fall to nothing."""
+        if prep.median_turn_words > SHORT_MESSAGE_WORDS or _small(prep):
             return query
         return prep.speaker_names.without_names(query)
 
@@ -396,7 +398,8 @@ class Engine:
 
 
 def _small(prep: PreparedScope) -> bool:
-    """Whether the scope is too small for the graph view (and, with one speaker, for windows)."""
+    """Whether the scope is too small for the graph view (and, with one speaker, for windows;
+    and to leave the speakers' names out of the query embedding)."""
     return prep.n_live < SMALL_SCOPE_TURNS
 
 
