@@ -175,6 +175,12 @@ class CitusCluster:
         self.coordinator._sql(DATABASE, f"SELECT citus_add_node('127.0.0.1', {worker.port})")
         return worker
 
+    def remove_worker(self, worker: PgServer) -> None:
+        """Remove a worker that holds no shards from the cluster, and stop it."""
+        self.coordinator._sql(DATABASE, f"SELECT citus_remove_node('127.0.0.1', {worker.port})")
+        self.workers.remove(worker)
+        worker.stop()
+
     def url(self) -> str:
         return self.coordinator.url(DATABASE)
 

@@ -635,6 +635,55 @@ class PostgresStore(SQLStore):
     def size_bytes(self) -> int:
         return int(self._read("SELECT pg_database_size(current_database())")[0][0])
 
+    def placement(self) -> dict[str, Any] | None:
+        """How the data is placed on a Citus cluster (None on plain PostgreSQL, or where the
+        tables are not distributed): the Citus version, each node with its shard groups (one
+        shard of every per-scope table, colocated) and how many scopes they hold, and which
+        tables are distributed, reference or coordinator-local. A node that does not answer
+        is reported with ``scopes`` None and an ``error``."""
+        from .postgres_schema import CITUS_LOCAL, citus_installed, placed
+
+        with self._connection("placement") as conn:
+            if not citus_installed(conn):
+                return None
+            tables = placed(conn)
+            if tables.get("traces") != "distributed":
+                return None
+            version = _one(conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'citus'"))[0]
+            nodes: dict[str, dict[str, Any]] = {f"{h}:{p}": {"node": f"{h}:{p}", "role": "coordinator" if g == 0 else "worker",
+                                  "active": bool(a), "shards": 0, "scopes": 0}
+                     for h, p, g, a in conn.execute(
+                         "SELECT nodename, nodeport, groupid, isactive FROM pg_dist_node"
+                         " WHERE noderole = 'primary' ORDER BY groupid, nodeid")}
+            where: dict[int, str] = {}
+            for table, shard, host, port in conn.execute(
+                    "SELECT s.logicalrelid::regclass::text, s.shardid, n.nodename, n.nodeport"
+                    " FROM pg_dist_shard s JOIN pg_dist_placement p ON p.shardid = s.shardid"
+                    " JOIN pg_dist_node n ON n.groupid = p.groupid AND n.noderole = 'primary'"
+                    " WHERE s.logicalrelid IN ('traces'::regclass, 'scope_versions'::regclass)"):
+                node = nodes.setdefault(f"{host}:{port}", {"node": f"{host}:{port}", "role": "worker",
+                                                           "active": True, "shards": 0, "scopes": 0})
+                if table == "traces":
+                    node["shards"] += 1
+                else:
+                    where[int(shard)] = node["node"]
+            # scope_versions holds one row per scope: its row count per shard is scopes per shard.
+            for shard, success, result in conn.execute(
+                    "SELECT shardid, success, result FROM run_command_on_shards("
+                    "'scope_versions', $$SELECT count(*) FROM %s$$)"):
+                node = nodes[where[int(shard)]]
+                if success and node["scopes"] is not None:
+                    node["scopes"] += int(result)
+                else:
+                    node["scopes"] = None
+                    node["error"] = str(result)
+        return {"citus": str(version),
+                "nodes": [n for n in nodes.values() if n["shards"] or n["role"] == "worker"],
+                "shard_groups": sum(n["shards"] for n in nodes.values()),
+                "distributed": sorted(t for t, k in tables.items() if k == "distributed"),
+                "reference": sorted(t for t, k in tables.items() if k == "reference"),
+                "local": sorted(CITUS_LOCAL)}
+
 def _one(cursor: psycopg.Cursor) -> tuple:
     """The one row a statement returns (StoreError if it returned none)."""
     row = cursor.fetchone()
