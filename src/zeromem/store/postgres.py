@@ -650,8 +650,9 @@ class PostgresStore(SQLStore):
             if tables.get("traces") != "distributed":
                 return None
             version = _one(conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'citus'"))[0]
-            nodes: dict[str, dict[str, Any]] = {f"{h}:{p}": {"node": f"{h}:{p}", "role": "coordinator" if g == 0 else "worker",
-                                  "active": bool(a), "shards": 0, "scopes": 0}
+            nodes: dict[str, dict[str, Any]] = {
+                f"{h}:{p}": {"node": f"{h}:{p}", "role": "coordinator" if g == 0 else "worker",
+                             "active": bool(a), "shards": 0, "scopes": 0}
                      for h, p, g, a in conn.execute(
                          "SELECT nodename, nodeport, groupid, isactive FROM pg_dist_node"
                          " WHERE noderole = 'primary' ORDER BY groupid, nodeid")}
