@@ -102,10 +102,9 @@ RETAINED = (("PostgreSQL keeps the deleted and replaced row versions (dead tuple
              "and index files until VACUUM FULL rewrites them: run `zeromem compact` (or "
              "`zeromem delete ... --compact`)"),
             ("PostgreSQL's write-ahead log (pg_wal) keeps the text until its segments are recycled "
-             "and overwritten, which SQL cannot force; base backups, WAL archives and replicas "
-             "keep their own copies"))
-# What `compact` cannot remove (see compact).
-COMPACT_RETAINED = (RETAINED[1],)
+             "and overwritten, which SQL cannot force (on Citus, on every node that holds the "
+             "scope's shards): about max_wal_size of newer WAL, which `zeromem compact` reports; "
+             "base backups, WAL archives and replicas keep their own copies"))
 
 
 def _no_nul(value: str | None, field: str) -> None:
@@ -473,25 +472,45 @@ class PostgresStore(SQLStore):
     def compact(self) -> dict[str, Any]:
         """Make PostgreSQL drop what erasures left in its files, as far as SQL can: VACUUM FULL
         rewrites every zeromem table and index without the dead row versions (it locks each
-        table while it runs), ANALYZE replaces the column statistics (which sample values),
-        and CHECKPOINT lets the old files and WAL segments go. What it cannot do is listed."""
-        from .postgres_schema import GLOBAL_TABLES, SCOPED_TABLES
+        table while it runs); the column statistics are cleared, then ANALYZE rebuilds them
+        from the live rows (ANALYZE alone keeps a table's old statistics, sampled values
+        included, once the table is empty); VACUUM FULL pg_statistic drops their old row
+        versions and CHECKPOINT lets the old files and WAL segments go. On Citus each step
+        runs on every node: on each shard of every worker, then each worker's catalog. What it
+        cannot do is listed, with how long the WAL keeps the text (this server's settings)."""
+        from .postgres_schema import GLOBAL_TABLES, SCOPED_TABLES, is_distributed
 
         before = self.size_bytes()
         done: builtins.list[str] = []
-        retained = builtins.list(COMPACT_RETAINED)
+        retained: builtins.list[str] = []
+        tables = (*SCOPED_TABLES, *GLOBAL_TABLES)
         with self._connection("compact") as conn:
-            for table in (*SCOPED_TABLES, *GLOBAL_TABLES):
-                conn.execute(f"VACUUM (FULL, ANALYZE) {table}")
-            done.append("VACUUM (FULL, ANALYZE) on every zeromem table")
+            citus = is_distributed(conn)
+            where = " on the coordinator and every shard of every worker" if citus else ""
+            for table in tables:
+                conn.execute(f"VACUUM FULL {table}")  # Citus runs it on each shard too
+            done.append("VACUUM FULL on every zeromem table" + where)
+            why = pgd.clear_statistics(conn, tables, citus)
+            if why is None:
+                done.append("cleared the column statistics of every zeromem table" + where)
+            else:
+                retained.append(f"the column statistics (pg_statistic) of a table left empty keep the "
+                                f"values ANALYZE sampled before the erasure: {why}")
+            for table in tables:
+                conn.execute(f"ANALYZE {table}")
+            done.append("ANALYZE on every zeromem table" + where)
             for step, sql in (("VACUUM FULL pg_statistic", "VACUUM FULL pg_statistic"),
                               ("CHECKPOINT", "CHECKPOINT")):
                 try:
                     conn.execute(sql)
-                    done.append(step)
+                    failed = pgd.on_workers(conn, sql) if citus else []
+                    if failed:
+                        retained.append(f"{step} failed on the worker(s) {', '.join(failed)}: run it there")
+                    done.append(step + (" on every node" if citus else ""))
                 except (pg_errors.InsufficientPrivilege, pg_errors.FeatureNotSupported) as exc:
                     retained.append(f"{step} was not allowed ({_first_line(exc)}): an administrator "
-                                    "can run it")
+                                    "can run it" + (" on every node" if citus else ""))
+            retained.append(pgd.wal_retention(conn, citus))
         return {"store": self.path, "bytes_before": before, "bytes_after": self.size_bytes(),
                 "done": done, "retained": retained}
 
