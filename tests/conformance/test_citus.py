@@ -139,3 +139,22 @@ def test_search_returns_the_same_evidence_as_plain_postgres(citus_cluster, plain
         seen.append(answers)
     plain_postgres_server.drop(urls[1])
     assert seen[0] == seen[1]
+
+
+def test_an_export_of_the_cluster_restores_into_plain_postgres_and_back(citus_cluster, plain_postgres_server):
+    """The logical backup of docs/postgres.md: ``zeromem export --all --history`` through the
+    coordinator, restored into plain PostgreSQL (and from there into an emptied cluster) gives
+    the same bytes and the same ids."""
+    cluster_url, plain_url = citus_cluster.fresh_database(), plain_postgres_server.fresh_database()
+    _fill(cluster_url)
+    with Memory(cluster_url, user="ana") as mem:
+        mem.update(mem.list()[0].id, text="I moved to Denver in June.")
+        exported = list(mem.export(all_scopes=True, history=True))
+    with Memory(plain_url) as mem:
+        mem.import_export(exported, index=False)
+        assert list(mem.export(all_scopes=True, history=True)) == exported
+    cluster_url = citus_cluster.fresh_database()
+    with Memory(cluster_url) as mem:
+        mem.import_export(exported, index=False)
+        assert list(mem.export(all_scopes=True, history=True)) == exported
+    plain_postgres_server.drop(plain_url)
