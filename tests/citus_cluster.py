@@ -130,8 +130,9 @@ def _step(command: list[str], cwd: Path) -> None:
 
 
 
-# Every node: Citus loaded; prepared transactions for Citus's two-phase commits across nodes.
-SETTINGS = ("shared_preload_libraries=citus", "max_prepared_transactions=100", "citus.log_remote_commands=off")
+# Every node: Citus loaded; prepared transactions for Citus's two-phase commits across nodes;
+# logical WAL for the rebalancer's online shard moves.
+SETTINGS = ("shared_preload_libraries=citus", "max_prepared_transactions=100", "wal_level=logical")
 
 
 @dataclass
@@ -169,15 +170,22 @@ class CitusCluster:
 
     def add_worker(self) -> PgServer:
         """Start one more worker and add it to the cluster (no shards move: rebalance for that)."""
-        worker = _node(self.bin)
-        self.workers.append(worker)
-        self._prepare(worker)
+        worker = self.spare_node()
         self.coordinator._sql(DATABASE, f"SELECT citus_add_node('127.0.0.1', {worker.port})")
         return worker
 
+    def spare_node(self) -> PgServer:
+        """Start one more node with the database and extensions, not yet in the cluster (for
+        ``citus_add_node``); counted among the workers, so ``stop`` ends it."""
+        worker = _node(self.bin)
+        self.workers.append(worker)
+        self._prepare(worker)
+        return worker
+
     def remove_worker(self, worker: PgServer) -> None:
-        """Remove a worker that holds no shards from the cluster, and stop it."""
-        self.coordinator._sql(DATABASE, f"SELECT citus_remove_node('127.0.0.1', {worker.port})")
+        """Remove a worker that holds no shards from the cluster (if it is in it), and stop it."""
+        self.coordinator._sql(DATABASE, "SELECT citus_remove_node(nodename, nodeport) FROM pg_dist_node"
+                              f" WHERE nodename = '127.0.0.1' AND nodeport = {worker.port}")
         self.workers.remove(worker)
         worker.stop()
 
@@ -224,13 +232,26 @@ def _node(bin_dir: Path) -> PgServer:
 
 
 if __name__ == "__main__":
+    # python tests/citus_cluster.py            build Citus (once) and start, check and stop a cluster
+    # python tests/citus_cluster.py --serve    start a coordinator, two workers and a spare node,
+    #   print their URL and port (for `zeromem bench tenants --citus-add-node`), run until killed
+    import sys
+
     began = time.monotonic()
-    print(build(), f"built in {time.monotonic() - began:.0f} s")
+    print(build(), f"built in {time.monotonic() - began:.0f} s", flush=True)
     began = time.monotonic()
     running = CitusCluster.start()
-    print(running.url(), f"started in {time.monotonic() - began:.1f} s")
-    import psycopg
+    try:
+        spare = running.spare_node() if sys.argv[1:] == ["--serve"] else None
+        print("coordinator:", running.url(), f"(started in {time.monotonic() - began:.1f} s)", flush=True)
+        if spare is None:
+            import psycopg
 
-    with psycopg.connect(running.url(), autocommit=True) as c:
-        print(c.execute("SELECT * FROM citus_get_active_worker_nodes()").fetchall())
-    running.stop()
+            with psycopg.connect(running.url(), autocommit=True) as c:
+                print(c.execute("SELECT * FROM citus_get_active_worker_nodes()").fetchall())
+        else:
+            print(f"spare node: 127.0.0.1:{spare.port}", flush=True)
+            while True:
+                time.sleep(3600)
+    finally:
+        running.stop()

@@ -158,3 +158,29 @@ def test_an_export_of_the_cluster_restores_into_plain_postgres_and_back(citus_cl
         mem.import_export(exported, index=False)
         assert list(mem.export(all_scopes=True, history=True)) == exported
     plain_postgres_server.drop(plain_url)
+
+
+@pytest.mark.slow
+def test_bench_tenants_adds_a_node_and_rebalances_while_serving(citus_cluster, tmp_path, example_path):
+    """``zeromem bench tenants --citus-add-node``: a third worker joins at a quarter of the run
+    and the shard groups move while the servers answer; no error, no cross-scope result, every
+    acknowledged write stored, the new node holds shards and scopes afterwards."""
+    from zeromem.bench.tenants import failed, run
+
+    url = citus_cluster.fresh_database()
+    spare = citus_cluster.spare_node()
+    node = f"127.0.0.1:{spare.port}"
+    try:
+        document = run(example_path, scopes=6, traces=240, small=(20, 40), large=80, seconds=16.0,
+                       clients=3, workers=1, threads=2, index_cache_mb=64, db=url, k=5, sample_s=1.0,
+                       progress=False, citus_add_node=node, rebalance_at=0.15)
+        citus = document["citus"]
+        assert not failed(document), (document["error_samples"], citus)
+        assert citus["state"] == "finished" and node not in citus["before"]
+        assert citus["after"][node]["shards"] > 0
+        assert sum(n["scopes"] for n in citus["after"].values()) == 6
+        assert all(citus["phases"][p]["requests"] > 0 for p in ("before", "during"))  # served while moving
+        assert document["acknowledged_missing"] == 0 and document["cross_scope_results"] == 0
+    finally:
+        citus_cluster.fresh_database()  # no shard left on the spare node
+        citus_cluster.remove_worker(spare)

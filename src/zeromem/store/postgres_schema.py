@@ -200,13 +200,15 @@ GLOBAL_TABLES = ("store_meta", "api_keys", "encoder_timings", "zeromem_schema")
 # scope_key and colocated with ``traces`` (a scope's rows of every table on one shard; units
 # before unit_mentions, whose foreign key includes the distribution column). Per-database
 # tables that no statement writes while reading a per-scope table are reference tables (a
-# copy on every node). ``store_meta`` stays a plain table on the coordinator: delete_scope
-# raises the version floor with ``UPDATE store_meta ... FROM scope_versions``, a write joined
-# with a distributed read, which Citus refuses for a reference table (tests/pg_statements.py
-# flags such a statement) and runs for a coordinator table.
+# copy on every node). Two stay plain tables on the coordinator: ``store_meta``, because
+# delete_scope raises the version floor with ``UPDATE store_meta ... FROM scope_versions``, a
+# write joined with a distributed read, which Citus refuses for a reference table
+# (tests/pg_statements.py flags such a statement) and runs for a coordinator table; and
+# ``zeromem_schema``, which has no primary key: a reference table without one stops the
+# rebalancer (its logical replication needs a replica identity to copy it to a new node).
 CITUS_DISTRIBUTED = SCOPED_TABLES
-CITUS_REFERENCE = ("api_keys", "encoder_timings", "zeromem_schema")
-CITUS_LOCAL = ("store_meta",)
+CITUS_REFERENCE = ("api_keys", "encoder_timings")
+CITUS_LOCAL = ("store_meta", "zeromem_schema")
 
 
 def schema_version(conn: Any) -> int | None:
