@@ -184,3 +184,33 @@ def test_bench_tenants_adds_a_node_and_rebalances_while_serving(citus_cluster, t
     finally:
         citus_cluster.fresh_database()  # no shard left on the spare node
         citus_cluster.remove_worker(spare)
+
+
+OLD_RECIPE = [*(f"SELECT create_distributed_table('{t}', 'scope_key'"
+                + (")" if t == "traces" else ", colocate_with => 'traces')")
+                for t in SCOPED_TABLES if t != "trace_signals"),
+              *(f"SELECT create_reference_table('{t}')"
+                for t in ("store_meta", "api_keys", "encoder_timings", "zeromem_schema"))]
+
+
+def test_migrate_citus_repairs_a_cluster_set_up_by_the_old_recipe(citus_url, monkeypatch):
+    """The recipe docs/postgres.md gave before: trace_signals left on the coordinator, store_meta
+    and zeromem_schema reference tables (a scope's deletion then failed)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(postgres_schema, "citus_installed", lambda conn: False)
+        open_store(citus_url).close()
+    with psycopg.connect(citus_url, autocommit=True) as conn:
+        for statement in OLD_RECIPE:
+            conn.execute(statement)
+    from zeromem.interfaces.cli import app
+
+    done = CliRunner().invoke(app, ["migrate", "--citus", citus_url, "--json"])
+    assert done.exit_code == 0, done.output
+    steps = json.loads(done.output)["steps"]
+    assert "distributed trace_signals by scope_key" in steps and any("store_meta back" in s for s in steps)
+    rows = _placement_rows(citus_url)
+    assert {t for t, (m, _) in rows.items() if m == "h"} == set(SCOPED_TABLES)
+    assert {t for t, (m, _) in rows.items() if m == "n"} == set(CITUS_REFERENCE)
+    _fill(citus_url)
+    with Memory(citus_url, user="ana") as mem:
+        assert len(mem.delete_scope().trace_ids) == 3  # failed with store_meta a reference table

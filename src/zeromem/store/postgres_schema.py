@@ -312,7 +312,8 @@ def check_workers(conn: Any) -> list[tuple[str, int]]:
 
 def distribute(conn: Any, *, move_local_rows: bool = False) -> list[str]:
     """Place every zeromem table that exists and is not yet placed as CITUS_* says; returns
-    what it did. ``move_local_rows``: the tables had rows before (``zeromem migrate --citus``
+    what it did; a table CITUS_LOCAL keeps on the coordinator that is placed (by the recipe of
+    earlier docs) is moved back. ``move_local_rows``: the tables had rows before (``zeromem migrate --citus``
     on a store made without Citus): Citus copies them to the shards, then the coordinator's
     own copies are truncated (else their bytes stay in its table files)."""
     existing = {str(r[0]) for r in conn.execute(
@@ -329,6 +330,10 @@ def distribute(conn: Any, *, move_local_rows: bool = False) -> list[str]:
         if table in existing and table not in done:
             conn.execute("SELECT create_reference_table(%s)", (table,))
             steps.append(f"made {table} a reference table")
+    for table in CITUS_LOCAL:
+        if table in done:  # placed by the recipe of earlier docs: back onto the coordinator
+            conn.execute("SELECT undistribute_table(%s)", (table,))
+            steps.append(f"moved {table} back to the coordinator (was a {done[table]} table)")
     if move_local_rows:
         for table in (*CITUS_DISTRIBUTED, *CITUS_REFERENCE):
             if table in existing and table not in done:
