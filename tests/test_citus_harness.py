@@ -11,7 +11,7 @@ from pg_server import Unavailable
 
 def test_a_missing_archive_is_a_clear_reason(monkeypatch, tmp_path):
     monkeypatch.setenv("ZEROMEM_CITUS_SRC", str(tmp_path / "nowhere.tar.gz"))
-    with pytest.raises(Unavailable, match="ZEROMEM_CITUS_SRC names .*nowhere.tar.gz, which is not a file"):
+    with pytest.raises(Unavailable, match=r"ZEROMEM_CITUS_SRC names .*nowhere\.tar\.gz, which is not a file"):
         citus_cluster.build()
     monkeypatch.delenv("ZEROMEM_CITUS_SRC")
     monkeypatch.setattr(citus_cluster, "ROOT", tmp_path / "repo")
