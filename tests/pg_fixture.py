@@ -51,3 +51,28 @@ def fresh_database(request: pytest.FixtureRequest) -> Iterator[str]:
     url = running.fresh_database()
     yield url
     running.drop(url)
+
+
+_CLUSTER: list = []  # the Citus cluster of this test session, once started
+_CLUSTER_FAILED: list[str] = []
+
+
+def citus(request: pytest.FixtureRequest):
+    """The session's Citus cluster (tests/citus_cluster.py: a coordinator and two workers;
+    built from ../shared/vendor the first time on a machine); skips, saying why, where it
+    cannot run. ``fresh_database()`` empties its one database and returns its URL."""
+    from citus_cluster import CitusCluster
+    from pg_server import Unavailable, sweep
+
+    if _CLUSTER_FAILED:
+        pytest.skip(_CLUSTER_FAILED[0])
+    if not _CLUSTER:
+        sweep()
+        try:
+            started = CitusCluster.start()
+        except Unavailable as exc:
+            _CLUSTER_FAILED.append(f"a Citus cluster cannot run here: {exc}")
+            pytest.skip(_CLUSTER_FAILED[0])
+        _CLUSTER.append(started)
+        request.config.add_cleanup(lambda: _CLUSTER.pop().stop())
+    return _CLUSTER[0]

@@ -94,8 +94,11 @@ class PgServer:
     _names: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     @classmethod
-    def start(cls, folder: Path) -> PgServer:
-        bin_dir = _bin_dir()
+    def start(cls, folder: Path, *, bin_dir: Path | None = None, settings: tuple[str, ...] = ()) -> PgServer:
+        """Start a server in ``folder``: the wheel's binaries, or those of ``bin_dir`` (a copy
+        of the wheel's ``pginstall`` with the same layout, such as the Citus build of
+        tests/citus_cluster.py); ``settings`` are extra ``name=value`` server settings."""
+        bin_dir = bin_dir or _bin_dir()
         user = _system_user()
         folder.mkdir(parents=True, exist_ok=True)
         (folder / OWNER).write_text(str(os.getpid()))
@@ -124,7 +127,8 @@ class PgServer:
         for _attempt in range(3):  # a free port may be taken between the probe and the start
             server.port = _free_port()
             options = (f"-h 127.0.0.1 -p {server.port} -k '' -c fsync=off -c synchronous_commit=off"
-                       " -c full_page_writes=off -c max_connections=200")
+                       " -c full_page_writes=off -c max_connections=200"
+                       + "".join(f" -c {setting}" for setting in settings))
             try:
                 server._run("pg_ctl", "-D", str(data), "-l", str(data / "server.log"), "-w", "-t", "60",
                             "-o", options, "start")

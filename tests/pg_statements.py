@@ -11,6 +11,10 @@ Rules (``violation`` returns why a statement breaks them, or None):
 * every other reference to a per-scope table (FROM, JOIN, UPDATE, DELETE) is tied to a bound
   value: ``x.scope_key = %s``, or ``x.scope_key = y.scope_key`` with ``y`` so tied — a join or
   subquery across scopes cannot pass; several per-scope tables in one statement need aliases;
+* a write to a table that is a reference table on Citus (``CITUS_REFERENCE``) reads no
+  per-scope table: Citus refuses to modify a reference table while reading a distributed one
+  (``UPDATE store_meta ... FROM scope_versions`` is why store_meta is not one);
+* catalog tables (``pg_*``, ``citus_*``) are not zeromem's;
 * the only exceptions are read-only statements marked ``/* all-scopes */`` (``scopes()``,
   the whole store's ``stats()``, ``get_rowids``), which must be SELECTs, and the schema
   migrations' own statements (``MIGRATIONS``: run once per database, over every scope).
@@ -23,9 +27,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from zeromem.store.postgres import ALL_SCOPES
-from zeromem.store.postgres_schema import GLOBAL_TABLES, MIGRATIONS, SCOPED_TABLES
+from zeromem.store.postgres_schema import CITUS_REFERENCE, GLOBAL_TABLES, MIGRATIONS, SCOPED_TABLES
 
-NOT_TABLES = {"generate_series", "pg_extension", "stdin"}  # a function, the catalog, COPY's input
+NOT_TABLES = {"generate_series", "stdin"}  # a function, COPY's input
+CATALOG = re.compile(r"(pg|citus)_")  # PostgreSQL's and Citus's catalogs (pg_extension, pg_dist_node)
 _KEYWORDS = {"where", "on", "set", "values", "left", "right", "inner", "join", "order", "group",
              "limit", "offset", "for", "using", "returning", "select", "from", "as", "union"}
 _REF = re.compile(r"\b(from|join|(?<!do )update)\s+([a-z_][a-z0-9_]*)\b(?!\s*\()"
@@ -52,8 +57,9 @@ def violation(statement: str) -> str | None:
             "an all-scopes statement must be a SELECT"
     if re.match(r"(create|alter|drop|begin|commit|rollback)\b", sql):
         return None  # migrations and transaction control
+    reference_write = _reference_write(sql)
     for kind, table, columns in _WRITE.findall(sql):
-        if table in NOT_TABLES or table in GLOBAL_TABLES:
+        if table in NOT_TABLES or CATALOG.match(table) or table in GLOBAL_TABLES:
             continue
         if table not in SCOPED_TABLES:
             return f"table {table!r} is neither per-scope nor listed as global"
@@ -61,8 +67,11 @@ def violation(statement: str) -> str | None:
             return f"{kind.upper()} {table} without a scope_key column"
     refs: list[tuple[str, str]] = []  # (table, alias) of every filtered reference
     for _kind, table, alias, comma in _REF.findall(sql):
-        if table in NOT_TABLES or table in GLOBAL_TABLES:
+        if table in NOT_TABLES or CATALOG.match(table) or table in GLOBAL_TABLES:
             continue
+        if reference_write:
+            return (f"a write to the reference table {reference_write!r} that reads the per-scope table "
+                    f"{table!r}: Citus refuses it (make the table local, or split the statement)")
         if table not in SCOPED_TABLES:
             return f"table {table!r} is neither per-scope nor listed as global"
         if comma:
@@ -86,6 +95,12 @@ def violation(statement: str) -> str | None:
                     changed = True
     loose = sorted(names - bound)
     return f"no scope_key = %s reaches {', '.join(loose)}" if loose else None
+
+
+def _reference_write(sql: str) -> str | None:
+    """The Citus reference table (postgres_schema.CITUS_REFERENCE) ``sql`` writes, if any."""
+    match = re.match(r"(?:insert\s+into|update|delete\s+from)\s+([a-z_][a-z0-9_]*)", sql)
+    return match.group(1) if match and match.group(1) in CITUS_REFERENCE else None
 
 
 class Recorder:

@@ -233,5 +233,5 @@ def test_a_healthy_memory_reports_every_component_ok(mem):
     report = dataclasses.asdict(mem.health())
     cache = report.pop("index_cache")
     assert report == {"ready": True, "store": "ok", "embedder": "ok", "ner": "ok", "degraded": (),
-                      "snapshots_discarded": 0}
+                      "snapshots_discarded": 0, "placement": None}
     assert set(cache) == {"budget_bytes", "bytes", "scopes", "hits", "misses", "evictions"}

@@ -126,3 +126,36 @@ def test_sweep_keeps_folders_of_live_runs_and_recent_ones_without_an_owner(tmp_p
     old = time.time() - pg_server.ORPHAN_AGE_S - 60
     os.utime(new, (old, old))
     assert pg_server.sweep(tmp_path) == [new]
+
+
+CLUSTER_CHILD = f"""
+import sys, time
+sys.path.insert(0, {str(TESTS)!r})
+from citus_cluster import CitusCluster
+from pg_server import Unavailable
+try:
+    cluster = CitusCluster.start()
+except Unavailable as exc:
+    print("UNAVAILABLE", exc, flush=True)
+    sys.exit(0)
+print("READY", *(node.folder for node in cluster.nodes), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_run_leaves_no_citus_node_behind():
+    """tests/citus_cluster.py: each node of a cluster (coordinator and workers) has its own
+    watchdog, so killing the process that started the cluster stops all of them."""
+    child = subprocess.Popen([sys.executable, "-c", CLUSTER_CHILD], stdout=subprocess.PIPE, text=True)
+    line = child.stdout.readline() if child.stdout else ""
+    if not line.startswith("READY"):
+        child.kill()
+        child.wait()
+        pytest.skip(f"a Citus cluster cannot run here: {line.strip()}")
+    folders = [Path(f) for f in line.split()[1:]]
+    postmasters = [pg_server._postmaster(f) for f in folders]
+    assert len(folders) == 3 and all(p is not None and pg_server._alive(p) for p in postmasters)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert all(gone_within(20, p, f) for p, f in zip(postmasters, folders, strict=True) if p is not None)

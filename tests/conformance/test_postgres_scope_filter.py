@@ -27,6 +27,9 @@ from zeromem.types import Scope
     "SELECT * FROM traces t WHERE t.scope_key = %s AND EXISTS (SELECT 1 FROM units WHERE id = 1)",
     "SELECT * FROM somewhere_new WHERE scope_key = %s",
     ALL_SCOPES + "DELETE FROM traces",
+    # a reference-table write joined with a distributed read: Citus refuses it
+    "UPDATE api_keys SET label = 'x' FROM traces t WHERE t.scope_key = %s",
+    "INSERT INTO encoder_timings SELECT 'x', 1, count(*) FROM traces WHERE scope_key = %s",
 ])
 def test_the_checker_flags_statements_that_do_not_pin_the_scope(sql):
     assert violation(sql) is not None
@@ -42,6 +45,9 @@ def test_the_checker_flags_statements_that_do_not_pin_the_scope(sql):
     "SELECT value FROM store_meta WHERE key = %s",
     ALL_SCOPES + "SELECT DISTINCT user_key, agent_key FROM traces",
     "CREATE TABLE x (a int)",
+    "SELECT nodename, nodeport FROM pg_dist_node WHERE isactive",
+    ("UPDATE store_meta SET value = v.version::text FROM scope_versions v"
+     " WHERE store_meta.key = %s AND v.scope_key = %s"),
 ])
 def test_the_checker_accepts_scoped_and_global_statements(sql):
     assert violation(sql) is None

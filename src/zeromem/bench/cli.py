@@ -530,6 +530,11 @@ def tenants_command(
     rate: Annotated[float | None, typer.Option(
         "--rate", min=0.01, metavar="REQ/S", help="requests per second in all, as Poisson arrivals, latency "
         "counted from when each was due (default: closed loop, each client as fast as answered)")] = None,
+    citus_add_node: Annotated[str | None, typer.Option(
+        "--citus-add-node", metavar="HOST:PORT", help="--db is a Citus coordinator: add this worker (running, "
+        "with the citus and vector extensions) and rebalance while serving; report before/during/after")] = None,
+    rebalance_at: Annotated[float, typer.Option(
+        "--rebalance-at", min=0.0, max=1.0, help="when to add the node, as a share of --seconds")] = 1 / 3,
     k: K = 10,
     json_out: JsonOut = None,
     plot_out: Annotated[Path | None, typer.Option("--plot", metavar="OUT.png",
@@ -550,7 +555,7 @@ def tenants_command(
                        threads=threads, index_cache_mb=index_cache_mb, db=db, cache_dir=cache_dir,
                        write_share=write_share, zipf=zipf, k=k, seed=seed, sample_s=sample_s,
                        json_out=json_out, plot_out=plot_out, progress=progress, fill_only=fill_only,
-                       rate=rate)
+                       rate=rate, citus_add_node=citus_add_node, rebalance_at=rebalance_at)
     except (ZeromemError, FileNotFoundError, ValueError, RuntimeError) as exc:
         _fail(str(exc))
     if json_out is not None:

@@ -432,7 +432,8 @@ def run(data: Path, *, scopes: int = 2000, traces: int = 1_000_000, small: tuple
         cache_dir: Path | None = None, write_share: float = 0.2, zipf: float = 1.1, k: int = 10,
         seed: int = 0, sample_s: float = 1.0, json_out: Path | None = None, plot_out: Path | None = None,
         progress: bool = True, console: Console | None = None, fill_only: bool = False,
-        rate: float | None = None) -> dict[str, Any]:
+        rate: float | None = None, citus_add_node: str | None = None,
+        rebalance_at: float = 1 / 3) -> dict[str, Any]:
     sizes = scope_sizes(scopes, traces, small, large, seed)
     conversation = _conversation(data)
     questions = questions_of(conversation) or [d["text"] for d in conversation.drafts]
@@ -441,7 +442,9 @@ def run(data: Path, *, scopes: int = 2000, traces: int = 1_000_000, small: tuple
                "seconds": seconds, "clients": clients, "workers": workers, "threads": threads,
                "index_cache_mb": index_cache_mb, "write_share": write_share, "zipf": zipf, "k": k,
                "seed": seed, "sample_s": sample_s, "cache_dir": str(cache_dir) if cache_dir else None,
-               "rate": rate}
+               "rate": rate, "citus_add_node": citus_add_node, "rebalance_at": rebalance_at}
+    if citus_add_node is not None and (db is None or not _is_url(db)):
+        raise ValueError("--citus-add-node needs --db naming the Citus coordinator's database (postgresql://...)")
     if fill_only:
         if db is None and cache_dir is None:
             raise ValueError("--fill-only keeps the filled store: give --db or --cache-dir")
@@ -470,14 +473,33 @@ def run(data: Path, *, scopes: int = 2000, traces: int = 1_000_000, small: tuple
             ready_s = max(wait_ready(port) for port in ports)
             time.sleep(1.0)  # the warm-up thread has loaded the models when /readyz answers
             ready_rss = [proc_rss_mb(proc.pid) for proc in procs]
+            placement_before = _placement(target) if citus_add_node else None
             started = time.perf_counter()
+            mover = None
+            if citus_add_node is not None:
+                from .rebalance import Rebalance
+
+                if placement_before is None:
+                    raise ValueError(f"{redact_url(str(target))} is not a distributed zeromem store on Citus")
+                mover = Rebalance(str(target), citus_add_node, seconds * rebalance_at, started)
+                mover.start()
             tally = asyncio.run(load(ports, [p.pid for p in procs], keys, questions, texts,
                                      clients=clients, seconds=seconds, write_share=write_share,
                                      k=k, zipf=zipf, seed=seed, sample_s=sample_s, rate=rate))
             wall_s = time.perf_counter() - started
+            if mover is not None:
+                mover.join()
         finally:
             stop_servers(procs)
         checks = check_store(target, tally)
+        citus = None
+        if mover is not None:
+            from .rebalance import phases, shards_per_node
+
+            citus = {"added_node": citus_add_node, "marks_s": mover.marks, "state": mover.state,
+                     "error": mover.error, "phases": phases(tally.requests, mover.marks, wall_s),
+                     "before": shards_per_node(placement_before),
+                     "after": shards_per_node(_placement(target))}
         if not _is_url(target) and db is None:
             remove_db(Path(target))
     budget = float(index_cache_mb) if extra and index_cache_mb is not None else None
@@ -489,6 +511,7 @@ def run(data: Path, *, scopes: int = 2000, traces: int = 1_000_000, small: tuple
         "size_median": int(np.median(sizes)), "large_scopes": sum(s >= large for s in sizes),
         "store_mb": file_mb, "fill": filled, "ready_s": round(ready_s, 2),
         **summarize(tally, sizes, budget, ready_rss, wall_s), **checks,
+        **({"citus": citus} if citus is not None else {}),
         "timeline": {"rss": tally.samples, "index_cache": tally.stats,
                      "requests": [{**{key: r[key] for key in ("t", "kind", "ms", "worker", "scope", "cold")},
                                    "size": sizes[r["scope"]], "stages": r["stages"]} for r in tally.requests]},
@@ -502,8 +525,17 @@ def run(data: Path, *, scopes: int = 2000, traces: int = 1_000_000, small: tuple
     return document
 
 
+def _placement(target: str | Path) -> dict[str, Any] | None:
+    from ..store import open_store
+
+    with open_store(str(target)) as store:
+        where = getattr(store, "placement", None)
+        return where() if callable(where) else None
+
+
 def failed(document: dict[str, Any]) -> bool:
-    return bool(document["errors"] or document["cross_scope_results"] or document["acknowledged_missing"])
+    return bool(document["errors"] or document["cross_scope_results"] or document["acknowledged_missing"]
+                or (document.get("citus") or {}).get("error"))
 
 
 def _cell(value: Any) -> str:
@@ -562,6 +594,31 @@ def print_tables(document: dict[str, Any], console: Console | None = None) -> No
     checks.add_row("fill s (traces written, traces/s)",
                    f"{fill.get('fill_s')} ({fill.get('filled_traces')}, {fill.get('fill_traces_per_s')})")
     console.print(checks)
+    print_citus(document, console)
+
+
+def print_citus(document: dict[str, Any], console: Console) -> None:
+    """The rebalance run's phases and placement (``--citus-add-node``)."""
+    citus = document.get("citus")
+    if not citus:
+        return
+    table = Table(title=f"Citus: {citus['added_node']} added at {citus['marks_s'].get('added')} s, "
+                        f"rebalance {citus['state']} at {citus['marks_s'].get('done')} s"
+                        + (f" (error: {citus['error']})" if citus["error"] else ""))
+    for column in ("phase", "seconds", "requests", "req/s", "p50 ms", "p95 ms", "writes"):
+        table.add_column(column)
+    for name, phase in citus["phases"].items():
+        table.add_row(name, *(_cell(phase[key]) for key in ("seconds", "requests", "req_s", "p50_ms",
+                                                            "p95_ms", "writes")))
+    console.print(table)
+    nodes = Table(title="shard groups / scopes per node")
+    for column in ("node", "before", "after"):
+        nodes.add_column(column)
+    before, after = citus["before"] or {}, citus["after"] or {}
+    for node in sorted(set(before) | set(after)):
+        nodes.add_row(node, *(f"{p[node]['shards']} / {p[node]['scopes']}" if node in p else "-"
+                              for p in (before, after)))
+    console.print(nodes)
 
 
 def plot(document: dict[str, Any], path: str | Path) -> None:

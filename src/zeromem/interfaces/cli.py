@@ -334,8 +334,9 @@ def stats(
     """Counts: traces, sessions, characters, speakers, history events, derived units."""
     with open_memory(db, user, agent) as mem:
         result = mem.stats(all_scopes=all_scopes)
+        placement = getattr(store_of(mem), "placement", lambda: None)()
     if as_json:
-        print_json(result)
+        print_json(result if placement is None else {**dataclasses.asdict(result), "placement": placement})
         return
     if not all_scopes:
         typer.echo(f"{'scope:':16}{_scope_label(user, agent)}")
@@ -343,6 +344,13 @@ def stats(
         if isinstance(value, dict):
             value = ", ".join(f"{k or '(none)'}={v}" for k, v in value.items()) or "-"
         typer.echo(f"{key + ':':16}{'-' if value is None else safe(value)}")
+    if placement is not None:  # a Citus cluster: where the data lives
+        typer.echo(f"{'citus:':16}{placement['citus']}, {placement['shard_groups']} shard groups, "
+                   f"{len(placement['distributed'])} distributed tables")
+        for node in placement["nodes"]:
+            scopes = "?" if node["scopes"] is None else node["scopes"]
+            typer.echo(f"{'node:':16}{safe(node['node'])} ({node['role']}): {node['shards']} shards, "
+                       f"{scopes} scopes" + (f" (error: {safe(node['error'])})" if "error" in node else ""))
 
 
 @app.command()

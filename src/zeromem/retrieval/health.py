@@ -57,5 +57,12 @@ def health(store: Any, encoders: Any, scope: Scope, index_cache: IndexCacheStats
     degraded = tuple(note(c, failed[c], "" if c == EMBEDDER else " (for as long as sessions "
                           "written without it wait for entity mentions)")
                      for c in (EMBEDDER, NER) if c in failed)
+    placement = None
+    if status == "ok" and callable(getattr(store, "placement", None)):
+        try:
+            placement = store.placement()
+        except Exception as exc:  # noqa: BLE001 - reported, not raised
+            placement = {"error": str(exc)}
     return Health(ready=status == "ok", store=status, embedder=models[EMBEDDER], ner=models[NER],
-                  degraded=degraded, index_cache=index_cache, snapshots_discarded=snapshots_discarded)
+                  degraded=degraded, index_cache=index_cache, snapshots_discarded=snapshots_discarded,
+                  placement=placement)

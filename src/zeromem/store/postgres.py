@@ -102,10 +102,9 @@ RETAINED = (("PostgreSQL keeps the deleted and replaced row versions (dead tuple
              "and index files until VACUUM FULL rewrites them: run `zeromem compact` (or "
              "`zeromem delete ... --compact`)"),
             ("PostgreSQL's write-ahead log (pg_wal) keeps the text until its segments are recycled "
-             "and overwritten, which SQL cannot force; base backups, WAL archives and replicas "
-             "keep their own copies"))
-# What `compact` cannot remove (see compact).
-COMPACT_RETAINED = (RETAINED[1],)
+             "and overwritten, which SQL cannot force (on Citus, on every node that holds the "
+             "scope's shards): about max_wal_size of newer WAL, which `zeromem compact` reports; "
+             "base backups, WAL archives and replicas keep their own copies"))
 
 
 def _no_nul(value: str | None, field: str) -> None:
@@ -473,25 +472,45 @@ class PostgresStore(SQLStore):
     def compact(self) -> dict[str, Any]:
         """Make PostgreSQL drop what erasures left in its files, as far as SQL can: VACUUM FULL
         rewrites every zeromem table and index without the dead row versions (it locks each
-        table while it runs), ANALYZE replaces the column statistics (which sample values),
-        and CHECKPOINT lets the old files and WAL segments go. What it cannot do is listed."""
-        from .postgres_schema import GLOBAL_TABLES, SCOPED_TABLES
+        table while it runs); the column statistics are cleared, then ANALYZE rebuilds them
+        from the live rows (ANALYZE alone keeps a table's old statistics, sampled values
+        included, once the table is empty); VACUUM FULL pg_statistic drops their old row
+        versions and CHECKPOINT lets the old files and WAL segments go. On Citus each step
+        runs on every node: on each shard of every worker, then each worker's catalog. What it
+        cannot do is listed, with how long the WAL keeps the text (this server's settings)."""
+        from .postgres_schema import GLOBAL_TABLES, SCOPED_TABLES, is_distributed
 
         before = self.size_bytes()
         done: builtins.list[str] = []
-        retained = builtins.list(COMPACT_RETAINED)
+        retained: builtins.list[str] = []
+        tables = (*SCOPED_TABLES, *GLOBAL_TABLES)
         with self._connection("compact") as conn:
-            for table in (*SCOPED_TABLES, *GLOBAL_TABLES):
-                conn.execute(f"VACUUM (FULL, ANALYZE) {table}")
-            done.append("VACUUM (FULL, ANALYZE) on every zeromem table")
+            citus = is_distributed(conn)
+            where = " on the coordinator and every shard of every worker" if citus else ""
+            for table in tables:
+                conn.execute(f"VACUUM FULL {table}")  # Citus runs it on each shard too
+            done.append("VACUUM FULL on every zeromem table" + where)
+            why = pgd.clear_statistics(conn, tables, citus)
+            if why is None:
+                done.append("cleared the column statistics of every zeromem table" + where)
+            else:
+                retained.append(f"the column statistics (pg_statistic) of a table left empty keep the "
+                                f"values ANALYZE sampled before the erasure: {why}")
+            for table in tables:
+                conn.execute(f"ANALYZE {table}")
+            done.append("ANALYZE on every zeromem table" + where)
             for step, sql in (("VACUUM FULL pg_statistic", "VACUUM FULL pg_statistic"),
                               ("CHECKPOINT", "CHECKPOINT")):
                 try:
                     conn.execute(sql)
-                    done.append(step)
+                    failed = pgd.on_workers(conn, sql) if citus else []
+                    if failed:
+                        retained.append(f"{step} failed on the worker(s) {', '.join(failed)}: run it there")
+                    done.append(step + (" on every node" if citus else ""))
                 except (pg_errors.InsufficientPrivilege, pg_errors.FeatureNotSupported) as exc:
                     retained.append(f"{step} was not allowed ({_first_line(exc)}): an administrator "
-                                    "can run it")
+                                    "can run it" + (" on every node" if citus else ""))
+            retained.append(pgd.wal_retention(conn, citus))
         return {"store": self.path, "bytes_before": before, "bytes_after": self.size_bytes(),
                 "done": done, "retained": retained}
 
@@ -634,6 +653,56 @@ class PostgresStore(SQLStore):
 
     def size_bytes(self) -> int:
         return int(self._read("SELECT pg_database_size(current_database())")[0][0])
+
+    def placement(self) -> dict[str, Any] | None:
+        """How the data is placed on a Citus cluster (None on plain PostgreSQL, or where the
+        tables are not distributed): the Citus version, each node with its shard groups (one
+        shard of every per-scope table, colocated) and how many scopes they hold, and which
+        tables are distributed, reference or coordinator-local. A node that does not answer
+        is reported with ``scopes`` None and an ``error``."""
+        from .postgres_schema import CITUS_LOCAL, citus_installed, placed
+
+        with self._connection("placement") as conn:
+            if not citus_installed(conn):
+                return None
+            tables = placed(conn)
+            if tables.get("traces") != "distributed":
+                return None
+            version = _one(conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'citus'"))[0]
+            nodes: dict[str, dict[str, Any]] = {
+                f"{h}:{p}": {"node": f"{h}:{p}", "role": "coordinator" if g == 0 else "worker",
+                             "active": bool(a), "shards": 0, "scopes": 0}
+                     for h, p, g, a in conn.execute(
+                         "SELECT nodename, nodeport, groupid, isactive FROM pg_dist_node"
+                         " WHERE noderole = 'primary' ORDER BY groupid, nodeid")}
+            where: dict[int, str] = {}
+            for table, shard, host, port in conn.execute(
+                    "SELECT s.logicalrelid::regclass::text, s.shardid, n.nodename, n.nodeport"
+                    " FROM pg_dist_shard s JOIN pg_dist_placement p ON p.shardid = s.shardid"
+                    " JOIN pg_dist_node n ON n.groupid = p.groupid AND n.noderole = 'primary'"
+                    " WHERE s.logicalrelid IN ('traces'::regclass, 'scope_versions'::regclass)"):
+                node = nodes.setdefault(f"{host}:{port}", {"node": f"{host}:{port}", "role": "worker",
+                                                           "active": True, "shards": 0, "scopes": 0})
+                if table == "traces":
+                    node["shards"] += 1
+                else:
+                    where[int(shard)] = node["node"]
+            # scope_versions holds one row per scope: its row count per shard is scopes per shard.
+            for shard, success, result in conn.execute(
+                    "SELECT shardid, success, result FROM run_command_on_shards("
+                    "'scope_versions', $$SELECT count(*) FROM %s$$)"):
+                node = nodes[where[int(shard)]]
+                if success and node["scopes"] is not None:
+                    node["scopes"] += int(result)
+                else:
+                    node["scopes"] = None
+                    node["error"] = str(result)
+        return {"citus": str(version),
+                "nodes": [n for n in nodes.values() if n["shards"] or n["role"] == "worker"],
+                "shard_groups": sum(n["shards"] for n in nodes.values()),
+                "distributed": sorted(t for t, k in tables.items() if k == "distributed"),
+                "reference": sorted(t for t, k in tables.items() if k == "reference"),
+                "local": sorted(CITUS_LOCAL)}
 
 def _one(cursor: psycopg.Cursor) -> tuple:
     """The one row a statement returns (StoreError if it returned none)."""

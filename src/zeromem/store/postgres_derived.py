@@ -451,3 +451,56 @@ def expiring(conn: Any, scope_key: str) -> dict[int, Any]:
     rows = conn.execute("SELECT rowid_, metadata::jsonb ->> 'expires_at' FROM traces"
                         " WHERE scope_key = %s AND metadata LIKE '%%\"expires_at\"%%'", (scope_key,)).fetchall()
     return {int(rowid): value for rowid, value in rows if value is not None}
+
+
+# -- compact (PostgresStore.compact) ------------------------------------------------------
+# Clears every column's statistics of one relation (PostgreSQL 18's pg_clear_attribute_stats,
+# allowed to the table's owner); ``%s`` is the relation (Citus's run_command_on_placements
+# fills in each shard's name).
+_CLEAR_STATS = ("SELECT count(*) FROM (SELECT pg_clear_attribute_stats(n.nspname::text, c.relname::text,"
+                " a.attname::text, false) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE a.attrelid = '%s'::regclass"
+                " AND a.attnum > 0 AND NOT a.attisdropped) AS cleared")
+
+
+def clear_statistics(conn: Any, tables: Sequence[str], citus: bool) -> str | None:
+    """Clear the column statistics of ``tables`` (on Citus: of each shard placement too);
+    None when done, else why not (a server before PostgreSQL 18, a failed placement)."""
+    if conn.execute("SELECT to_regprocedure('pg_clear_attribute_stats(text,text,text,boolean)')"
+                    " IS NULL").fetchone()[0]:
+        return "this server (before PostgreSQL 18) has no pg_clear_attribute_stats; an administrator can " \
+               "run DELETE FROM pg_statistic for the emptied tables"
+    for table in tables:
+        conn.execute(_CLEAR_STATS % table)
+    if not citus:
+        return None
+    failed = []
+    distributed = {str(r[0]) for r in conn.execute(
+        "SELECT logicalrelid::regclass::text FROM pg_dist_partition").fetchall()}
+    for table in tables:
+        if table in distributed:
+            failed += [f"{table} shard {shard} ({result})" for shard, success, result in conn.execute(
+                "SELECT shardid, success, result FROM run_command_on_placements(%s, %s)",
+                (table, _CLEAR_STATS)) if not success]
+    return f"clearing them failed on {'; '.join(failed)}" if failed else None
+
+
+def on_workers(conn: Any, sql: str) -> list[str]:
+    """Run ``sql`` on every Citus worker; the workers where it failed (host:port: why)."""
+    return [f"{host}:{port} ({result})" for host, port, success, result in conn.execute(
+        "SELECT nodename, nodeport, success, result FROM run_command_on_workers(%s)", (sql,)) if not success]
+
+
+def wal_retention(conn: Any, citus: bool) -> str:
+    """What the write-ahead log keeps after an erasure, and for how long (this server's settings)."""
+    settings = dict(conn.execute(
+        "SELECT name, setting || COALESCE(unit, '') FROM pg_settings WHERE name IN"
+        " ('max_wal_size', 'min_wal_size', 'wal_keep_size', 'archive_mode')").fetchall())
+    slots = int(conn.execute("SELECT count(*) FROM pg_replication_slots").fetchone()[0])
+    return ("PostgreSQL's write-ahead log (pg_wal) still holds the erased text" + (" on every node" if citus else "")
+            + ": SQL cannot remove it; its segments are recycled and overwritten once newer WAL has been "
+            f"written: up to max_wal_size={settings.get('max_wal_size', '?')} (min_wal_size="
+            f"{settings.get('min_wal_size', '?')}, wal_keep_size={settings.get('wal_keep_size', '?')}, "
+            f"{slots} replication slot(s), which hold it longer) after this checkpoint; with "
+            f"archive_mode={settings.get('archive_mode', '?')}, WAL archives, base backups and replicas "
+            "keep their own copies until they are deleted")

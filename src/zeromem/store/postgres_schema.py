@@ -196,6 +196,20 @@ SCOPED_TABLES = ("traces", "trace_history", "scope_versions", "dirty_sessions", 
                  "scope_snapshot_parts", "trace_signals")
 GLOBAL_TABLES = ("store_meta", "api_keys", "encoder_timings", "zeromem_schema")
 
+# Placement on Citus (docs/postgres.md, "Citus"). Every per-scope table is distributed by
+# scope_key and colocated with ``traces`` (a scope's rows of every table on one shard; units
+# before unit_mentions, whose foreign key includes the distribution column). Per-database
+# tables that no statement writes while reading a per-scope table are reference tables (a
+# copy on every node). Two stay plain tables on the coordinator: ``store_meta``, because
+# delete_scope raises the version floor with ``UPDATE store_meta ... FROM scope_versions``, a
+# write joined with a distributed read, which Citus refuses for a reference table
+# (tests/pg_statements.py flags such a statement) and runs for a coordinator table; and
+# ``zeromem_schema``, which has no primary key: a reference table without one stops the
+# rebalancer (its logical replication needs a replica identity to copy it to a new node).
+CITUS_DISTRIBUTED = SCOPED_TABLES
+CITUS_REFERENCE = ("api_keys", "encoder_timings")
+CITUS_LOCAL = ("store_meta", "zeromem_schema")
+
 
 def schema_version(conn: Any) -> int | None:
     """The version recorded in ``zeromem_schema``, or None when the table does not exist."""
@@ -229,14 +243,102 @@ def migrate(conn: Any) -> int:
                 conn.execute("CREATE TABLE zeromem_schema (version integer NOT NULL)")
                 conn.execute("INSERT INTO zeromem_schema VALUES (0)")
                 start = 0
+                fresh = True
+            else:
+                fresh = start == 0
+            citus = citus_installed(conn)
+            # On Citus, a fresh database is distributed once made, and a distributed one keeps
+            # being: each new table is distributed right after the migration that creates it.
+            # (An existing store made without Citus is distributed by `zeromem migrate --citus`.)
+            spread = citus and (fresh or is_distributed(conn))
+            if spread:
+                check_workers(conn)
+                # DDL and distribution in one transaction: one connection per worker.
+                conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
             for version in range(start, SCHEMA_VERSION):
                 for statement in MIGRATIONS[version].split(";"):
                     if statement.strip():
                         conn.execute(statement)
+                if spread and not fresh:
+                    distribute(conn)  # what this step created, before the next step uses it
                 conn.execute("UPDATE zeromem_schema SET version = %s", (version + 1,))
+            if spread and fresh:
+                distribute(conn)  # the whole schema at once, made as local tables just now
     finally:
         conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
     return start
+
+
+def citus_installed(conn: Any) -> bool:
+    """Whether the database has the ``citus`` extension."""
+    return conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'").fetchone() is not None
+
+
+def placed(conn: Any) -> dict[str, str]:
+    """Citus's placement of zeromem's tables: table -> 'distributed' / 'reference'."""
+    rows = conn.execute("SELECT logicalrelid::regclass::text, partmethod FROM pg_dist_partition").fetchall()
+    kinds = {"h": "distributed", "n": "reference"}
+    return {str(t): kinds.get(m, m) for t, m in rows if t in (*SCOPED_TABLES, *GLOBAL_TABLES)}
+
+
+def is_distributed(conn: Any) -> bool:
+    """Whether ``traces`` is a Citus distributed table (False without Citus)."""
+    return citus_installed(conn) and placed(conn).get("traces") == "distributed"
+
+
+def check_workers(conn: Any) -> list[tuple[str, int]]:
+    """The active primary workers; StoreError, saying what to do, when there are none, one is
+    unreachable, or one lacks the citus or vector extension."""
+    nodes = [(str(h), int(p)) for h, p in conn.execute(
+        "SELECT nodename, nodeport FROM pg_dist_node WHERE isactive AND noderole = 'primary'"
+        " AND shouldhaveshards ORDER BY nodeid").fetchall()]
+    if not nodes:
+        raise StoreError("this database has the citus extension but no node to hold shards: add the "
+                         "workers on the coordinator (SELECT citus_add_node('host', port)), then open it again")
+    rows = conn.execute(
+        "SELECT nodename, nodeport, success, result FROM run_command_on_workers("
+        "$$SELECT string_agg(extname, ',' ORDER BY extname) FROM pg_extension"
+        " WHERE extname IN ('citus', 'vector')$$)").fetchall()
+    for host, port, success, result in rows:
+        if not success:
+            raise StoreError(f"the Citus worker {host}:{port} cannot be reached from the coordinator "
+                             f"({result}): start it, or remove it (citus_remove_node), then open again")
+        missing = {"citus", "vector"} - set(str(result or "").split(","))
+        if missing:
+            raise StoreError(f"the Citus worker {host}:{port} lacks the extension(s) {', '.join(sorted(missing))}: "
+                             f"run CREATE EXTENSION {' and '.join(sorted(missing))} in this database there")
+    return nodes
+
+
+def distribute(conn: Any, *, move_local_rows: bool = False) -> list[str]:
+    """Place every zeromem table that exists and is not yet placed as CITUS_* says; returns
+    what it did; a table CITUS_LOCAL keeps on the coordinator that is placed (by the recipe of
+    earlier docs) is moved back. ``move_local_rows``: the tables had rows before (``zeromem migrate --citus``
+    on a store made without Citus): Citus copies them to the shards, then the coordinator's
+    own copies are truncated (else their bytes stay in its table files)."""
+    existing = {str(r[0]) for r in conn.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()}
+    done = placed(conn)
+    steps: list[str] = []
+    for table in CITUS_DISTRIBUTED:
+        if table in existing and table not in done:
+            colocate = "default" if table == "traces" else "traces"
+            conn.execute("SELECT create_distributed_table(%s, 'scope_key', colocate_with => %s)",
+                         (table, colocate))
+            steps.append(f"distributed {table} by scope_key")
+    for table in CITUS_REFERENCE:
+        if table in existing and table not in done:
+            conn.execute("SELECT create_reference_table(%s)", (table,))
+            steps.append(f"made {table} a reference table")
+    for table in CITUS_LOCAL:
+        if table in done:  # placed by the recipe of earlier docs: back onto the coordinator
+            conn.execute("SELECT undistribute_table(%s)", (table,))
+            steps.append(f"moved {table} back to the coordinator (was a {done[table]} table)")
+    if move_local_rows:
+        for table in (*CITUS_DISTRIBUTED, *CITUS_REFERENCE):
+            if table in existing and table not in done:
+                conn.execute("SELECT truncate_local_data_after_distributing_table(%s)", (table,))
+    return steps
 
 
 def _refuse_newer(version: int | None) -> None:
