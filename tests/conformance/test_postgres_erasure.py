@@ -37,16 +37,23 @@ def test_a_deleted_scope_leaves_nothing_in_any_node_after_compact(postgres_serve
     url = postgres_server.fresh_database()
     token = secrets.token_hex(6)
     marks = {"user": f"quserx{token}", "session": f"qsessionx{token}", "text": f"qtextx{token}",
-             "speaker": f"qspeakerx{token}"}
+             "speaker": f"qspeakerx{token}", "toast": f"qtoastx{token}"}
+    # A text far over PostgreSQL's 2 kB TOAST threshold and too random for pglz to shrink by
+    # the quarter it demands: it is stored out of line, uncompressed, so the mark is findable
+    # in the TOAST table's file (checked below before the deletion).
+    long_text = f"Pasted notes {marks['toast']} " + " ".join(secrets.token_urlsafe(48) for _ in range(180))
     config = Config(retrieval=RetrievalConfig(snapshot_min_turns=1))
     with Memory(url, user=marks["user"], config=config) as mem:
         mem.add_many([{"text": f"My locker code is {marks['text']} and Priya moved to Denver.",
                        "session": marks["session"], "speaker": marks["speaker"]},
                       {"text": "Priya loves the mountains there.", "session": marks["session"],
-                       "speaker": marks["speaker"]}])
+                       "speaker": marks["speaker"]},
+                      {"text": long_text, "session": marks["session"], "speaker": marks["speaker"]}])
         assert mem.search("Where does Priya live?", k=2)
         mem.index()
         mem.compact()  # ANALYZE samples the rows into pg_statistic, as autovacuum would
+        before = _holding(_data_folders(postgres_server), [marks["toast"]])
+        assert before, "the long text's mark should be in a data file (its TOAST table) before the deletion"
         receipt = mem.delete_scope()
         assert any("pg_wal" in line for line in receipt.retained)
         done = mem.compact()
