@@ -44,6 +44,7 @@ from typing import Any
 
 from .._internals import store_of
 from ..errors import InvalidInput, NotFound
+from ..lifecycle.service import is_expired
 from ..memory import Memory as ZeromemMemory
 from ..store import validate
 from ..types import Evidence, HistoryEvent, Scope, Trace
@@ -165,8 +166,8 @@ class Mem0Core:
         traces = self.memory.list(session=session, filters=filters or None, since=since, until=until,
                                   user=scope.user, agent=scope.agent)
         if not show_expired:
-            clock = _now()
-            traces = [t for t in traces if not _expired(t, clock)]
+            clock = _now().isoformat()
+            traces = [t for t in traces if not is_expired(t.metadata.get(_EXPIRES), clock)]
         page = traces[offset:] if limit is None else traces[offset:offset + limit]
         return [self.item(t, with_score=False) for t in page], len(traces)
 
@@ -695,15 +696,3 @@ def _md5(text: str) -> str:
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
-
-
-def _expired(trace: Trace, clock: dt.datetime) -> bool:
-    expires = trace.metadata.get(_EXPIRES)
-    if expires is None:
-        return False
-    try:
-        when = dt.datetime.fromisoformat(str(validate.clean_time(expires, "expires_at")))
-    except (InvalidInput, ValueError):
-        return False
-    when = when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when
-    return when <= clock

@@ -260,14 +260,16 @@ def _excluded(trace: Trace, clock: str, superseded: dict[str, str]) -> str | Non
     if meta.get(ARCHIVED) is True:
         return "archived"
     expires = meta.get(EXPIRES_AT)
-    if expires is not None and _expired(expires, clock):
+    if expires is not None and is_expired(expires, clock):
         return "expired"
     if trace.id in superseded:
         return f"superseded by {superseded[trace.id]}"
     return None
 
 
-def _expired(expires: Any, clock: str) -> bool:
+def is_expired(expires: Any, clock: str) -> bool:
+    """Whether a trace whose ``expires_at`` is ``expires`` has expired at ``clock`` (ISO 8601;
+    a time without an offset is UTC); an unreadable or absent expiry never expires."""
     try:
         when = validate.clean_time(expires, "expires_at")
     except InvalidInput:
@@ -287,7 +289,7 @@ def expired_rowids(expiring: dict[int, Any], clock: str | None) -> set[int]:
     if not expiring:
         return set()
     now = clock or _utc_now()
-    return {rowid for rowid, expires in expiring.items() if _expired(expires, now)}
+    return {rowid for rowid, expires in expiring.items() if is_expired(expires, now)}
 
 
 def _time_of(trace: Trace) -> str:
