@@ -70,6 +70,7 @@ class PreparedScope:
         self._speaker_names: tuple[int, SpeakerNames] | None = None
         self._date_range: tuple[int, tuple[dt.date, dt.date] | None] | None = None
         self._turn_words = np.zeros(MAX_COUNTED_WORDS + 1, dtype=np.int64)  # live turns by word count
+        self._median_words: tuple[int, int] | None = None  # (version, median_turn_words)
         self.version = 0
         self.changed_since_save = 0  # turns changed since this index was last persisted
 
@@ -137,10 +138,11 @@ class PreparedScope:
     def median_turn_words(self) -> int:
         """The median number of words of a live turn (counts above ``MAX_COUNTED_WORDS`` count
         as that many); 0 for an empty memory."""
-        total = int(self._turn_words.sum())
-        if not total:
-            return 0
-        return int(np.searchsorted(np.cumsum(self._turn_words), (total + 1) // 2))
+        if self._median_words is None or self._median_words[0] != self.version:
+            total = int(self._turn_words.sum())
+            median = int(np.searchsorted(np.cumsum(self._turn_words), (total + 1) // 2)) if total else 0
+            self._median_words = (self.version, median)
+        return self._median_words[1]
 
     @property
     def date_range(self) -> tuple[dt.date, dt.date] | None:

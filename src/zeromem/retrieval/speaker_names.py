@@ -128,6 +128,10 @@ class SpeakerNames:
         self._learned: dict[str, str] | None = None
         self._writers = writers
         self._known = {w.lower() for s in self.speakers for w in s.split()}
+        # One instance serves one version of the scope (PreparedScope.speaker_names): a word's
+        # answer cannot change, so each is worked out once (its postings, its edit distances).
+        self._answers: dict[str, str | None] = {}
+        self._names_cache: dict[str, str] | None = None
 
     @property
     def learned(self) -> dict[str, str]:
@@ -137,15 +141,22 @@ class SpeakerNames:
 
     @property
     def _names(self) -> dict[str, str]:
-        # A role ("user", "assistant") is not a name a question misspells ("Uber" is not "user").
-        names = {s.split()[0].lower(): s for s in self.speakers
-                 if s.split() and s.split()[0].lower() not in ROLES}
-        names.update(self.learned)
-        return names
+        if self._names_cache is None:
+            # A role ("user", "assistant") is not a name a question misspells ("Uber" is not "user").
+            names = {s.split()[0].lower(): s for s in self.speakers
+                     if s.split() and s.split()[0].lower() not in ROLES}
+            names.update(self.learned)
+            self._names_cache = names
+        return self._names_cache
 
     def speaker_of(self, word: str) -> str | None:
         """The speaker a capitalized word of a query names by another name, else None."""
         w = word.lower()
+        if w not in self._answers:
+            self._answers[w] = self._speaker_of(w)
+        return self._answers[w]
+
+    def _speaker_of(self, w: str) -> str | None:
         if w in self._known or w in _NOT_NAMES:
             return None
         if w in self.learned:
