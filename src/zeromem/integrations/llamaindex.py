@@ -21,7 +21,6 @@ install. docs/integrations.md has the details.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -31,7 +30,8 @@ from ..errors import InvalidInput
 from ..interfaces.extras import require
 from ..memory import Memory
 from ..store.validate import MAX_METADATA_BYTES, clean_metadata
-from ..types import ROLES, SAME_SCOPE, Evidence, SameScope
+from ..types import ROLES, SAME_SCOPE, Evidence
+from ._common import check_scope_part, compact_json
 
 __all__ = ["KWARGS_KEY", "ZeromemMemoryBlock", "message_role", "message_text"]  # noqa: F822 - see __getattr__
 
@@ -79,7 +79,7 @@ def _block_text(block: Any) -> str:
         return str(block.text)
     if kind == "tool_call":
         args = block.tool_kwargs
-        return f"{block.tool_name}({args if isinstance(args, str) else _compact(args)})"
+        return f"{block.tool_name}({args if isinstance(args, str) else compact_json(args)})"
     if kind in ("thinking", "cache"):
         return ""  # the model's own reasoning and prompt-cache markers are not what was said
     if kind == "document":
@@ -102,15 +102,9 @@ def _legacy_tool_calls(calls: Any) -> list[str]:
         else:
             name, args = getattr(function, "name", None), getattr(function, "arguments", None)
         if name:
-            out.append(f"{name}({args if isinstance(args, str) else _compact(args)})")
+            out.append(f"{name}({args if isinstance(args, str) else compact_json(args)})")
     return out
 
-
-def _compact(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return repr(value)
 
 
 def _kwargs_metadata(kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -133,7 +127,7 @@ def _kwargs_metadata(kwargs: Mapping[str, Any]) -> dict[str, Any]:
             continue
         kept[str(key)] = plain
     out: dict[str, Any] = {}
-    if kept and len(_compact(kept).encode("utf-8")) <= _MAX_KWARGS_BYTES:
+    if kept and len(compact_json(kept).encode("utf-8")) <= _MAX_KWARGS_BYTES:
         out[KWARGS_KEY] = kept
     elif kept:
         dropped.extend(kept)
@@ -156,11 +150,6 @@ def _split(text: str, limit: int) -> list[str]:
     pieces.append(text)
     return [piece for piece in pieces if piece.strip()] or pieces[:1]
 
-
-def _check_scope_part(value: Any, name: str) -> str | SameScope | None:
-    if value is SAME_SCOPE or value is None or isinstance(value, str):
-        return value
-    raise InvalidInput(f"{name} must be a string, None or SAME_SCOPE, got {type(value).__name__}")
 
 
 # -- the block (built on first use: LlamaIndex is an optional dependency) -------------------------
@@ -243,7 +232,7 @@ def _block_class() -> Any:
         @classmethod
         def _scope_part(cls, value: Any) -> Any:
             try:
-                return _check_scope_part(value, "user / agent")
+                return check_scope_part(value, "user / agent")
             except InvalidInput as exc:
                 raise ValueError(str(exc)) from None
 

@@ -31,6 +31,7 @@ from ..interfaces.extras import require
 from ..memory import Memory
 from ..store.validate import MAX_METADATA_BYTES
 from ..types import ROLES, SAME_SCOPE, Evidence, SameScope, TimeLike, Trace
+from ._common import check_scope_part, compact_json
 
 if TYPE_CHECKING:
     from agents import FunctionTool
@@ -98,7 +99,7 @@ def item_text(item: Mapping[str, Any]) -> str:
         return text if _shows(text) else f"[empty {item.get('role')} message]"
     if kind in ("function_call", "custom_tool_call"):
         args = item.get("arguments") if kind == "function_call" else item.get("input")
-        return f"{item.get('name')}({args if isinstance(args, str) else _compact(args)})"
+        return f"{item.get('name')}({args if isinstance(args, str) else compact_json(args)})"
     if kind in ("function_call_output", "custom_tool_call_output"):
         text = _content_text(item.get("output"))
         return text if _shows(text) else f"[empty {kind} output]"
@@ -107,7 +108,7 @@ def item_text(item: Mapping[str, Any]) -> str:
                          if isinstance(part, Mapping) and isinstance(part.get("text"), str))
         return text if _shows(text) else "[reasoning]"
     rest = {key: _without_inline_data(value) for key, value in item.items() if key not in _ID_KEYS}
-    return f"[{kind_name}] {_compact(rest)}" if rest else f"[{kind_name}]"
+    return f"[{kind_name}] {compact_json(rest)}" if rest else f"[{kind_name}]"
 
 
 def _without_inline_data(value: Any) -> Any:
@@ -127,7 +128,7 @@ def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, Sequence):
-        return "" if content is None else _compact(content)
+        return "" if content is None else compact_json(content)
     parts: list[str] = []
     for part in content:
         if isinstance(part, str):
@@ -156,12 +157,6 @@ def _shows(text: str) -> bool:
     return bool(text.strip())
 
 
-def _compact(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return repr(value)
-
 
 def _to_draft(item: Any, index: int, session: str, speakers: Mapping[str, str],
               event_time: TimeLike) -> dict[str, Any]:
@@ -182,7 +177,7 @@ def _to_draft(item: Any, index: int, session: str, speakers: Mapping[str, str],
             metadata[TEXT_FIELD_KEY] = field
             break
     metadata[ITEM_KEY] = stored
-    size = len(_compact(metadata).encode("utf-8"))
+    size = len(compact_json(metadata).encode("utf-8"))
     if size > MAX_METADATA_BYTES:
         raise InvalidInput(
             f"session item #{index} ({item.get('type') or 'message'}) is {size} bytes as JSON "
@@ -207,11 +202,6 @@ def _to_item(trace: Trace) -> dict[str, Any]:
     role = trace.role if trace.role in ("user", "assistant", "system") else "assistant"
     return {"role": role, "content": trace.text}
 
-
-def _check_scope_part(value: str | SameScope | None, name: str) -> str | SameScope | None:
-    if value is SAME_SCOPE or value is None or isinstance(value, str):
-        return value
-    raise InvalidInput(f"{name} must be a string, None or SAME_SCOPE, got {type(value).__name__}")
 
 
 class ZeromemSession:
@@ -256,8 +246,8 @@ class ZeromemSession:
             raise InvalidInput(f"speakers maps roles {ROLES} to speaker names; {odd[0]!r} is not one")
         self.session_id = session_id
         self.memory = memory
-        self._user = _check_scope_part(user, "user")
-        self._agent = _check_scope_part(agent, "agent")
+        self._user = check_scope_part(user, "user")
+        self._agent = check_scope_part(agent, "agent")
         self._speakers = speakers
         self._timestamps = timestamps
         try:
@@ -398,7 +388,7 @@ def recall_tool(memory: Memory, *, k: int = 5, session: str | None = None,
         raise InvalidInput(f"memory must be a zeromem Memory, got {type(memory).__name__}")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidInput(f"k must be a positive int, got {k!r}")
-    user, agent = _check_scope_part(user, "user"), _check_scope_part(agent, "agent")
+    user, agent = check_scope_part(user, "user"), check_scope_part(agent, "agent")
 
     async def search_memory(query: str) -> str:
         """Search long-term memory.
@@ -427,7 +417,7 @@ def remember_tool(memory: Memory, *, session: str = "agent-notes", speaker: str 
         raise InvalidInput(f"memory must be a zeromem Memory, got {type(memory).__name__}")
     if not isinstance(session, str) or not session.strip():
         raise InvalidInput(f"session must be a non-empty string, got {session!r}")
-    user, agent = _check_scope_part(user, "user"), _check_scope_part(agent, "agent")
+    user, agent = check_scope_part(user, "user"), check_scope_part(agent, "agent")
 
     async def store_note(text: str) -> str:
         """Store a note in long-term memory.
