@@ -16,6 +16,8 @@ from .ids import ID_KEY, TraceIdCodec
 # (Config.lock_timeout_s): long enough for any single zeromem write, short enough that a
 # stuck writer is reported instead of waited on in silence.
 DEFAULT_LOCK_TIMEOUT_S = 5.0
+# An erasing delete rewrites a SQLite file up to this size (MiB): Config.erase_rewrite_mb.
+DEFAULT_ERASE_REWRITE_MB = 16
 
 
 def check_flag(value: Any, name: str) -> bool:

@@ -31,6 +31,7 @@ from urllib.parse import unquote, urlsplit
 from ..errors import InvalidInput, StoreError
 from . import validate
 from .base import DEFAULT_LOCK_TIMEOUT_S, StoreBase, check_flag, check_lock_timeout
+from .checks import DEFAULT_ERASE_REWRITE_MB
 from .sqlite import SQLiteStore
 from .urls import redact_url
 
@@ -54,7 +55,7 @@ class _Options:
 
 def open_store(target: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
                timeout_s: float = 30.0, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
-               read_only: bool = False, erase_rewrite_mb: float = 16) -> StoreBase:
+               read_only: bool = False, erase_rewrite_mb: float = DEFAULT_ERASE_REWRITE_MB) -> StoreBase:
     """Open the store ``target`` names (see the module docstring for the accepted forms).
 
     Raises InvalidInput for a target of the wrong type, an unknown URL scheme or a bad

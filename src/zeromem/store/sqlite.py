@@ -37,6 +37,7 @@ from ..types import Scope, Trace
 from . import derived, validate
 from . import sqlite_portable as portable
 from .checks import (
+    DEFAULT_ERASE_REWRITE_MB,
     DEFAULT_LOCK_TIMEOUT_S,
     check_flag,
     check_lock_timeout,
@@ -106,7 +107,7 @@ class SQLiteStore(SQLStore):
 
     def __init__(self, path: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
                  lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S, read_only: bool = False,
-                 erase_rewrite_bytes: int = 16 << 20) -> None:
+                 erase_rewrite_bytes: int = DEFAULT_ERASE_REWRITE_MB << 20) -> None:
         self.path = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
         # An erasure rewrites the file (VACUUM) when it is at most this large (Config.erase_rewrite_mb).
         self.erase_rewrite_bytes = erase_rewrite_bytes
