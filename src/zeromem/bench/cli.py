@@ -20,7 +20,7 @@ import typer
 from ..config import Config
 from ..errors import ZeromemError
 from ..interfaces.extras import require
-from . import hotpotqa, locomo, no_answer_cli, ranker_cli
+from . import hotpotqa, locomo, no_answer_cli
 from .runner import execute
 from .zeromem_system import ABLATIONS
 
@@ -595,9 +595,5 @@ def fuzz_command(
         raise typer.Exit(1)
 
 
-# The learned ranker's data export, evaluation and training (bench/ranker_cli.py).
-bench_app.command("ranker-data")(ranker_cli.data_command)
-bench_app.command("ranker-eval")(ranker_cli.eval_command)
-bench_app.command("train-ranker")(ranker_cli.train_command)
 # The no-answer model's refit and its out-of-sample check (bench/no_answer_cli.py).
 bench_app.command("fit-no-answer")(no_answer_cli.fit_command)

@@ -106,7 +106,7 @@ QUESTIONS: dict[str, Callable[[Path], list[tuple[Corpus, str, list[tuple[Any, bo
 def collect(benchmark: str, data: Path, cache: Path, *, config: Config | None = None,
             progress: bool = True) -> Rows:
     """Search every question of ``benchmark`` once and keep its no-answer inputs (memories are
-    stored under ``cache`` and reopened on a rerun, as for the ranker's pools)."""
+    stored under ``cache`` and reopened on a rerun)."""
     from tqdm import tqdm
 
     from .memories import stored_memory
