@@ -151,7 +151,7 @@ def make_surface(name: str) -> Surface:
 
 
 def parse_surfaces(text: str) -> list[str]:
-    from ..errors import InvalidInput
+    from zeromem.errors import InvalidInput
 
     names = [part.strip() for part in text.split(",") if part.strip()]
     known = SURFACES + OPT_IN_SURFACES

@@ -15,7 +15,8 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..config import EncoderConfig
+from zeromem.config import EncoderConfig
+
 from .records import QueryResult, Unit, elapsed_ms
 
 RRF_K = 60
@@ -75,7 +76,7 @@ class TurnIndexes:
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
-            from ..encoders.factory import load_embedder, resolve_auto
+            from zeromem.encoders.factory import load_embedder, resolve_auto
             start = time.perf_counter()
             # "auto" is chosen from the first corpus's text, as a memory chooses from its own.
             texts = [u.draft["text"] for units in self._units.values() for u in units[:50]]
@@ -89,8 +90,8 @@ class TurnIndexes:
     def lexical(self, corpus: str, units: Sequence[Unit]) -> Any:
         """The BM25 index of ``corpus``, built on first request."""
         if corpus not in self._lexical:
-            from ..encoders.tokenize import tokenize
-            from ..indexes.lexical import LexicalIndex
+            from zeromem.encoders.tokenize import tokenize
+            from zeromem.indexes.lexical import LexicalIndex
             self._units[corpus] = units
             start = time.perf_counter()
             self._lexical[corpus] = LexicalIndex([tokenize(unit.text) for unit in units])
@@ -100,7 +101,7 @@ class TurnIndexes:
     def dense(self, corpus: str, units: Sequence[Unit]) -> Any:
         """The dense index of ``corpus``, built (all turns encoded) on first request."""
         if corpus not in self._dense:
-            from ..indexes.dense import DenseIndex
+            from zeromem.indexes.dense import DenseIndex
             self._units[corpus] = units
             embedder = self.embedder  # model loading is setup, not ingest: keep it out of the timing
             start = time.perf_counter()
@@ -147,7 +148,7 @@ class _Baseline:
 
 
 def _lexical_order(index: Any, question: str, depth: int) -> list[int]:
-    from ..encoders.tokenize import tokenize
+    from zeromem.encoders.tokenize import tokenize
     found, _scores = index.search(tokenize(question), depth)
     return [int(i) for i in found]
 

@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..store.validate import shows_nothing
+from zeromem.store.validate import shows_nothing
+
 from . import metrics, summary
 from .baselines import format_turn, readable_time
 from .records import CURVE_K, Corpus, Query, QuestionRun, SystemRun, Unit

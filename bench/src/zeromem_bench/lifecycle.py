@@ -28,11 +28,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._internals import lifecycle_of
-from ..encoders.token_count import count_budget_tokens
-from ..lifecycle.active import entry_line
-from ..memory import Memory
-from ..reader import base as reader_base
+from zeromem._internals import lifecycle_of
+from zeromem.encoders.token_count import count_budget_tokens
+from zeromem.lifecycle.active import entry_line
+from zeromem.memory import Memory
+from zeromem.reader import base as reader_base
+
 from . import report
 from .lifecycle_updates import chains_report, knowledge_update_report
 from .locomo import CATEGORIES, load_locomo
@@ -163,7 +164,8 @@ def _random(prefix: list[Any], budget: int, key_of: dict[str, str], seed: int) -
 
 def _retention(drafts: list[dict[str, Any]], ratio: int, labelled: dict[str, str]) -> dict[str, Any]:
     """Constraint/preference turns still active at the end, with ``ratio`` filler per turn."""
-    from ..lifecycle.rules import dialogue_signals
+    from zeromem.lifecycle.rules import dialogue_signals
+
     from .lifecycle_data import with_noise
 
     noisy = with_noise(drafts, ratio)

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ..config import Config, EncoderConfig
+from zeromem.config import Config, EncoderConfig
+
 from . import encoder_measure as m
 
 DEFAULT_SIZES = (1000, 10000, 100000)
@@ -100,7 +101,7 @@ def _rate(n: int, seconds: float) -> dict[str, float]:
 
 
 def _tokenize(turns: list[str]) -> tuple[dict, list[list[str]]]:
-    from ..encoders.tokenize import tokenize, tokenize_many
+    from zeromem.encoders.tokenize import tokenize, tokenize_many
 
     tokenize("warm up 北京")  # jieba's dictionary load is a one-time cost, not throughput
     tokens, seconds = m.timed(lambda: tokenize_many(turns))
@@ -108,7 +109,7 @@ def _tokenize(turns: list[str]) -> tuple[dict, list[list[str]]]:
 
 
 def _entities(turns: list[str], config: EncoderConfig) -> dict:
-    from ..encoders.entities import EntityExtractor
+    from zeromem.encoders.entities import EntityExtractor
 
     out: dict[str, Any] = {}
     for name, noun_phrases in (("ner_extractors_noun_phrases", True), ("ner_extractors", False)):
@@ -120,7 +121,7 @@ def _entities(turns: list[str], config: EncoderConfig) -> dict:
         out[name] = {**_rate(len(turns), seconds), "load_s": round(load, 2),
                      "components": list(extractor.components),
                      "mentions_per_1k_turns": round(1000 * total / max(len(turns), 1), 1)}
-    from ..encoders import extractors
+    from zeromem.encoders import extractors
 
     _, seconds = m.timed(lambda: [extractors.extract_all(t) for t in turns])
     out["regex_extractors_only"] = _rate(len(turns), seconds)
@@ -128,14 +129,14 @@ def _entities(turns: list[str], config: EncoderConfig) -> dict:
 
 
 def _load_embedder(backend: str, config: EncoderConfig):
-    from ..encoders.factory import load_embedder
+    from zeromem.encoders.factory import load_embedder
 
     return load_embedder(dataclasses.replace(config, embedding_backend=backend))
 
 
 def _embeddings(backend: str, config: EncoderConfig, turns: list[str], convs: list[m.Conversation],
                 reference: np.ndarray | None) -> tuple[dict, np.ndarray]:
-    from ..indexes.dense import DenseIndex
+    from zeromem.indexes.dense import DenseIndex
 
     embedder, load = m.timed(lambda: _load_embedder(backend, config))
     embedder.encode(turns[:4])
@@ -165,7 +166,7 @@ def _question_vectors(backend: str, config: EncoderConfig, questions: list[str])
 
 
 def _lexical(convs: list[m.Conversation]) -> dict:
-    from ..encoders.tokenize import tokenize
+    from zeromem.encoders.tokenize import tokenize
 
     ranked: list[list[int]] = []
     gold: list[Any] = []
@@ -202,8 +203,8 @@ def _lexical(convs: list[m.Conversation]) -> dict:
 
 def _scaling(tokens: list[list[str]], base: np.ndarray, questions: list[str], qvecs: np.ndarray,
              sizes: Sequence[int]) -> dict:
-    from ..encoders.tokenize import tokenize
-    from ..indexes.dense import DenseIndex
+    from zeromem.encoders.tokenize import tokenize
+    from zeromem.indexes.dense import DenseIndex
 
     qtokens = [tokenize(q) for q in questions]
     out: dict[str, Any] = {}
@@ -231,7 +232,7 @@ def _scaling(tokens: list[list[str]], base: np.ndarray, questions: list[str], qv
 
 
 def _ingest(conv: m.Conversation, encoders: EncoderConfig) -> dict:
-    from ..memory import Memory
+    from zeromem.memory import Memory
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
@@ -299,13 +300,13 @@ def _print(doc: dict, console: Any) -> None:
 
 
 def _lexical_index(turns: Sequence[str]) -> Any:
-    from ..encoders.tokenize import tokenize_many
-    from ..indexes.lexical import LexicalIndex
+    from zeromem.encoders.tokenize import tokenize_many
+    from zeromem.indexes.lexical import LexicalIndex
 
     return LexicalIndex(tokenize_many(turns))
 
 
 def _synth_lexical_index(tokens: Any, n: int) -> Any:
-    from ..indexes.lexical import LexicalIndex
+    from zeromem.indexes.lexical import LexicalIndex
 
     return LexicalIndex(m.synth_tokens(tokens, n))

@@ -23,10 +23,11 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInput
-from ..memory import Memory
-from ..store import validate
-from ..types import Scope
+from zeromem.errors import InvalidInput
+from zeromem.memory import Memory
+from zeromem.store import validate
+from zeromem.types import Scope
+
 from .fuzz_surfaces import Failure, Surface
 
 BASES = {"user": ("alice", "bob", "priya"), "agent": ("planner", "bot"), "session": ("s1", "trip-2023")}
@@ -55,8 +56,8 @@ class NamesSurface(Surface):
     def open(self, folder: Path, seed: int) -> None:
         from fastapi.testclient import TestClient
 
-        from ..interfaces.mcp_server import build_server
-        from ..interfaces.server import ServerSettings, create_app
+        from zeromem.interfaces.mcp_server import build_server
+        from zeromem.interfaces.server import ServerSettings, create_app
 
         self.db = folder / "names.db"
         self.memory = Memory(self.db, user="alice")
@@ -116,7 +117,7 @@ class NamesSurface(Surface):
     def _cli(self, field: str, value: str) -> tuple[bool, str]:
         from typer.testing import CliRunner
 
-        from ..interfaces.cli import app
+        from zeromem.interfaces.cli import app
 
         if field not in ("user", "agent"):
             return self._library(field, value)  # the CLI writes sessions and texts only by ingesting files
@@ -126,7 +127,7 @@ class NamesSurface(Surface):
 
     def _rest(self, field: str, value: str) -> tuple[bool, str]:
         if field in ("user", "agent"):
-            from .._internals import store_of
+            from zeromem._internals import store_of
 
             try:
                 store_of(self.memory).create_api_key(Scope(**{field: value}), None)
@@ -140,7 +141,7 @@ class NamesSurface(Surface):
     def _mcp(self, field: str, value: str) -> tuple[bool, str]:
         import anyio
 
-        from ..interfaces.mcp_server import build_server
+        from zeromem.interfaces.mcp_server import build_server
 
         server = self.mcp
         call = self._call(field, value)

@@ -5,7 +5,7 @@ each turn becomes one trace with its ``dia_id`` as source id. Questions of categ
 (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop) are scored for retrieval; category 5
 (adversarial: the answer is not in the conversation) is reported apart, as how well the
 engine's no-answer score tells those questions from the answerable ones. Gold evidence ids are
-repaired as :func:`zeromem.bench.metrics.repair_evidence_ids` describes.
+repaired as :func:`zeromem_bench.metrics.repair_evidence_ids` describes.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..ingest import load_file
+from zeromem.ingest import load_file
+
 from . import metrics, summary
 from .baselines import format_turn, readable_time
 from .runner import Corpus, Query, QuestionRun, SystemRun, Unit

@@ -4,7 +4,7 @@ Keys follow the issue's JSON shape: ``n``, ``recall@j`` / ``all@j`` / ``hit@j`` 
 the curve, ``mrr`` (0–1), ``answer_in_context``, ``context_tokens`` (mean per query),
 ``latency_ms_p50/p95`` (with query encoding) and ``…_no_encode`` (without), plus the ingest
 and LLM cost of the system. Percentages are 0–100, times milliseconds. Which call a metric
-comes from is decided by :func:`top_turns` (see :mod:`zeromem.bench.runner`).
+comes from is decided by :func:`top_turns` (see :mod:`zeromem_bench.runner`).
 """
 
 from __future__ import annotations

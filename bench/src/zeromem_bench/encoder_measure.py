@@ -34,7 +34,8 @@ class Conversation:
 def load_conversations(paths: Sequence[Path]) -> list[Conversation]:
     """Read LoCoMo files with the project's importer; keep questions of categories 1–4 that
     have at least one gold turn."""
-    from ..ingest import load_file
+    from zeromem.ingest import load_file
+
     from .locomo import expand_paths
     from .metrics import repair_evidence_ids
 
@@ -103,7 +104,7 @@ def fts5_rankings(turns: Sequence[str], queries: Sequence[str], *, pretokenized:
     with its built-in ``porter unicode61`` (what a user gets natively). Returns rankings,
     per-query latency and build seconds.
     """
-    from ..encoders.tokenize import tokenize
+    from zeromem.encoders.tokenize import tokenize
 
     db = sqlite3.connect(":memory:")
     tokenizer = "unicode61" if pretokenized else "porter unicode61"

@@ -66,7 +66,7 @@ def _start(ready: Any, go: Any) -> float:
 def reader_process(path: str, questions: list[str], k: int, seconds: float, out: str,
                    ready: Any, go: Any) -> None:
     """Search in a loop; record the (trace id, text) of every evidence returned."""
-    from ..memory import Memory
+    from zeromem.memory import Memory
 
     result: dict[str, Any] = {"searches": 0, "exceptions": 0, "tracebacks": [], "pairs": [],
                               "results": [], "search_ms": [], "setup_error": None}
@@ -107,7 +107,7 @@ def reader_process(path: str, questions: list[str], k: int, seconds: float, out:
 def writer_process(path: str, turns: list[dict[str, Any]], seed: int, seconds: float,
                    pause_ms: float, out: str, ready: Any, go: Any) -> None:
     """Change the scope with a seeded random mix of writes until the deadline."""
-    from ..memory import Memory
+    from zeromem.memory import Memory
 
     result: dict[str, Any] = {"writes": 0, "by_op": dict.fromkeys(WRITE_MIX, 0), "exceptions": 0,
                               "ms_by_op": {op: 0.0 for op in WRITE_MIX}, "tracebacks": [],
@@ -174,8 +174,8 @@ def check_consistency(path: str | Path, pairs: Sequence[Sequence[Any]],
                       results: Sequence[Sequence[int]]) -> dict[str, Any]:
     """Which returned (trace id, text) pairs match no committed version of that trace, and
     how many search results hold at least one of them."""
-    from ..errors import NotFound
-    from ..memory import Memory
+    from zeromem.errors import NotFound
+    from zeromem.memory import Memory
 
     bad: dict[int, str] = {}
     with Memory(path, user=USER) as mem:
@@ -202,7 +202,8 @@ def run(data: Path, seconds: float = 60.0, seed: int = 0, k: int = K,
         json_out: Path | None = None, console: Console | None = None,
         workdir: Path | None = None, pause_ms: float = WRITE_PAUSE_MS) -> dict[str, Any]:
     """Run the race; print its table (and the first tracebacks); return the document."""
-    from ..memory import Memory
+    from zeromem.memory import Memory
+
     from .stream import questions_of
 
     data = Path(data)

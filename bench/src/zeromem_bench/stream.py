@@ -45,7 +45,8 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
-from ..indexes.topk import top_indices
+from zeromem.indexes.topk import top_indices
+
 from . import report
 from .memories import remove_db
 
@@ -75,7 +76,7 @@ def default_data() -> Path:
 
 # -- data ------------------------------------------------------------------------------------
 def _conversation(path: Path) -> Any:
-    from ..ingest import load_file
+    from zeromem.ingest import load_file
 
     conversations = load_file(path, format="locomo")
     if len(conversations) != 1:
@@ -181,7 +182,7 @@ def in_subprocess(step: str, fn: Callable[..., Any], *args: Any) -> Any:
 
 def fill_step(path: str, data: str, size: int, progress: bool) -> dict[str, Any]:
     """Store ``size`` replica traces of ``data`` in a new scope and index it."""
-    from ..memory import Memory
+    from zeromem.memory import Memory
 
     conversation = _conversation(Path(data))
     with Memory(path, user=USER) as mem:
@@ -203,8 +204,8 @@ def fill_step(path: str, data: str, size: int, progress: bool) -> dict[str, Any]
 def warm_models() -> float:
     """Load the default embedder and entity extractor (process-wide, shared with every
     ``Memory``) so the loop's first write or search does not pay for model loading; seconds."""
-    from ..config import EncoderConfig
-    from ..encoders.factory import load_embedder, load_extractor
+    from zeromem.config import EncoderConfig
+    from zeromem.encoders.factory import load_embedder, load_extractor
 
     start = time.perf_counter()
     config = EncoderConfig()
@@ -218,8 +219,8 @@ def warm_models() -> float:
 def loop_step(path: str, stream_data: str, turns: int | None, questions: list[str], k: int,
               label: str, progress: bool) -> dict[str, Any]:
     """The agent loop on ``path``: add a turn, search, search again; raw timings back."""
-    from ..memory import Memory
-    from ..reader import base as reader_base
+    from zeromem.memory import Memory
+    from zeromem.reader import base as reader_base
 
     drafts = _conversation(Path(stream_data)).drafts[:turns]
     model_load_s = warm_models()
@@ -261,7 +262,7 @@ def loop_step(path: str, stream_data: str, turns: int | None, questions: list[st
 
 def cold_step(path: str, question: str, k: int) -> dict[str, Any]:
     """``Memory(path)`` + the first search, in an interpreter that has not touched the file."""
-    from ..memory import Memory
+    from zeromem.memory import Memory
 
     start = time.perf_counter()
     mem = Memory(path, user=USER)
@@ -279,7 +280,7 @@ def bm25s_step(data: str, size: int, stream_data: str, turns: int | None,
 
     import bm25s
 
-    from ..encoders.tokenize import tokenize, tokenize_many
+    from zeromem.encoders.tokenize import tokenize, tokenize_many
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     base = [_baseline_text(d) for batch in fill_drafts(_conversation(Path(data)).drafts, size)
@@ -490,7 +491,7 @@ def run(data: Path | None = None, stream_data: Path | None = None,
                "turns": turns, "baseline_turns": baseline_turns, "k": k,
                "cache_dir": str(cache_dir) if cache_dir else None,
                "user": USER}
-    from ..config import Config
+    from zeromem.config import Config
     config = Config()
     document = {
         "benchmark": "stream", "k": k, "sizes": rows,

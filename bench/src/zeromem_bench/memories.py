@@ -26,8 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..config import Config
+from zeromem import __version__
+from zeromem.config import Config
+
 from .records import Corpus, elapsed_ms
 
 
@@ -46,7 +47,7 @@ def stored_memory(folder: Path, corpus: Corpus, config: Config, *, progress: boo
     every unit — None when a previous run stored it in full and it was reopened).
     ``progress``: a bar while indexing; ``warm``: called on a new memory before the clock starts
     (loading the models is setup, not ingest)."""
-    from ..memory import Memory
+    from zeromem.memory import Memory
 
     folder.mkdir(parents=True, exist_ok=True)
     path = memory_path(folder, corpus)

@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..reader import base as reader_base
+from zeromem.reader import base as reader_base
+
 from .records import (
     CURVE_K,
     Corpus,
@@ -42,7 +43,8 @@ def make_systems(names: Sequence[str], config: Any = None, *, progress: bool = F
     """Instantiate systems by name: zeromem variants and the baselines (one shared index set);
     ``progress``: zeromem shows a bar while it indexes a corpus; ``memories``: the folder where
     zeromem keeps each corpus's memory for later runs (bench/memories.py)."""
-    from ..config import Config
+    from zeromem.config import Config
+
     from .baselines import BASELINES, TurnIndexes
     from .zeromem_system import ABLATIONS, ZeromemSystem
 
@@ -124,9 +126,10 @@ def execute(benchmark: str, corpora: Sequence[Corpus], system_names: Sequence[st
             report_system: Callable[[SystemRun, int, str | None], dict[str, Any]],
             data: dict[str, Any], options: dict[str, Any], config: Any = None,
             reader: Any = None, progress: bool = True, memories: Path | None = None) -> dict[str, Any]:
-    """Run a whole benchmark and return its JSON document (see :mod:`zeromem.bench.report`);
+    """Run a whole benchmark and return its JSON document (see :mod:`zeromem_bench.report`);
     ``memories``: keep zeromem's memories there and reopen them on a rerun."""
-    from ..encoders.token_count import load_token_counter
+    from zeromem.encoders.token_count import load_token_counter
+
     from . import report
 
     tokenizer, count_tokens = load_token_counter()

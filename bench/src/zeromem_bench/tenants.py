@@ -57,9 +57,10 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
-from .._internals import encoders_of, store_of
-from ..store.factory import redact_url
-from . import report
+from zeromem._internals import encoders_of, store_of
+from zeromem.store.factory import redact_url
+
+from . import needs, report
 from .memories import remove_db
 from .serve import (
     _backend,
@@ -133,9 +134,9 @@ def _remembering(mem: Any, memos: dict[str, dict[str, Any]]) -> None:
 def fill(target: str | Path, data: Path, sizes: Sequence[int], progress: bool = True) -> dict[str, Any]:
     """Fill every scope to its size (a scope already holding at least that many traces is
     kept), derive it, and make one new API key per scope; returns the keys and timings."""
-    from ..config import Config
-    from ..memory import Memory
-    from ..types import Scope
+    from zeromem.config import Config
+    from zeromem.memory import Memory
+    from zeromem.types import Scope
 
     conversation = _conversation(data)
     config = Config(index_on_write=False)
@@ -208,7 +209,7 @@ def store_mb(target: str | Path) -> float | None:
     """The store's size on disk in MB (a SQLite file with its -wal; a PostgreSQL database)."""
     if not _is_url(target):
         return _file_mb(Path(target))
-    from ..memory import Memory
+    from zeromem.memory import Memory
 
     with Memory(target) as mem:
         return round(store_of(mem).size_bytes() / 2**20, 2)
@@ -228,7 +229,7 @@ def proc_rss_mb(pid: int) -> float | None:
 
 def _server_options(index_cache_mb: int | None) -> list[str]:
     """``--index-cache-mb`` where this zeromem has it (Config.index_cache_mb)."""
-    from ..config import Config
+    from zeromem.config import Config
 
     names = {f.name for f in dataclasses.fields(Config)}
     return ["--index-cache-mb", str(index_cache_mb)] if index_cache_mb is not None and "index_cache_mb" in names else []
@@ -357,8 +358,8 @@ async def load(ports: list[int], pids: list[int], keys: list[str], questions: li
 def check_store(target: str | Path, run: Run) -> dict[str, int]:
     """On the store itself: evidence from outside the searching scope, and acknowledged
     writes that are not stored in their scope."""
-    from ..errors import ZeromemError
-    from ..memory import Memory
+    from zeromem.errors import ZeromemError
+    from zeromem.memory import Memory
 
     def stored(mem: Memory, trace_id: str, scope: int) -> bool:
         try:
@@ -526,7 +527,7 @@ def run(data: Path, *, scopes: int = 2000, traces: int = 1_000_000, small: tuple
 
 
 def _placement(target: str | Path) -> dict[str, Any] | None:
-    from ..store import open_store
+    from zeromem.store import open_store
 
     with open_store(str(target)) as store:
         where = getattr(store, "placement", None)
@@ -627,7 +628,7 @@ def plot(document: dict[str, Any], path: str | Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise RuntimeError("--plot needs matplotlib: pip install 'zeromem[bench]'") from None
+        raise RuntimeError(needs.missing_message("--plot", ["matplotlib"])) from None
     timeline = document["timeline"]
     fig, (rss_ax, lat_ax) = plt.subplots(2, 1, figsize=(10, 8), sharex=True)
     for worker in document["workers"]:

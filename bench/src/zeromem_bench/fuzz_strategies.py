@@ -80,7 +80,7 @@ class EchoReader:
     """A deterministic reader (no LLM): answers with the first evidence line of the context."""
 
     def answer(self, question: str, context: Any) -> Any:
-        from ..reader.base import ReaderAnswer
+        from zeromem.reader.base import ReaderAnswer
 
         lines = context.text.splitlines()
         first = lines[1] if len(lines) > 1 else ""

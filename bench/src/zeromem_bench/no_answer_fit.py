@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from ..config import Config
-from ..retrieval import calibrate
-from ..retrieval.calibrate import NoAnswerInputs
+from zeromem.config import Config
+from zeromem.retrieval import calibrate
+from zeromem.retrieval.calibrate import NoAnswerInputs
+
 from .metrics import auroc
 from .npz import load_arrays, save_arrays
 from .records import Corpus

@@ -14,7 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..memory import Memory
+from zeromem.memory import Memory
+
 from .lifecycle_data import correction_chains
 from .longmemeval import haystack, iso_date, read_items
 

@@ -21,10 +21,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._internals import store_of
-from ..config import Config
-from ..errors import NotFound, ZeromemError
-from ..memory import Memory
+from zeromem._internals import store_of
+from zeromem.config import Config
+from zeromem.errors import NotFound, ZeromemError
+from zeromem.memory import Memory
+
 from . import fuzz_requests as fr
 from . import fuzz_strategies as fs
 
@@ -199,7 +200,7 @@ UNSAFE_OUTPUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202
 def seed_store(path: Path, config: Config | None = None) -> fs.Seeded:
     """The store every case starts from: traces in three sessions of alice's scope (one
     edited, one deleted, one full of terminal escapes), two in bob's, and API keys."""
-    from ..types import Scope
+    from zeromem.types import Scope
 
     with Memory(path, user=MAIN_USER, config=config) as mem:
         ids = mem.add_many(SEED_TRACES)
@@ -404,7 +405,7 @@ class ImporterSurface(Surface):
         return fs.import_files()
 
     def check(self, case: fs.FileCase) -> tuple[str, str]:
-        from ..ingest import load_file, summarize
+        from zeromem.ingest import load_file, summarize
 
         path = self.files / (case.name or "upload")
         path.write_bytes(case.data)
@@ -480,7 +481,7 @@ class CliSurface(Surface):
         from typer.main import get_command
         from typer.testing import CliRunner
 
-        from ..interfaces.cli import app
+        from zeromem.interfaces.cli import app
 
         self.app = app
         # The click command typer builds from the app, built once (see _prebuilt).
@@ -634,7 +635,7 @@ class _Captured(logging.Handler):
 def _cli_command() -> Any:
     import typer
 
-    from ..interfaces.cli import app
+    from zeromem.interfaces.cli import app
 
     return typer.main.get_command(app)
 
@@ -673,7 +674,7 @@ class RestSurface(Surface):
     def start(self) -> None:
         from fastapi.testclient import TestClient
 
-        from ..interfaces.server import ServerSettings, create_app
+        from zeromem.interfaces.server import ServerSettings, create_app
 
         self.memory = Memory(self.fixture.live, config=Config())
         app = create_app(self.memory, ServerSettings(warm_up=False, reader=fs.EchoReader(),

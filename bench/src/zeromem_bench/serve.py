@@ -42,7 +42,8 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
-from .._internals import store_of
+from zeromem._internals import store_of
+
 from .stream import _conversation, fill_drafts, questions_of
 
 USER = "bench-serve-{}"
@@ -64,8 +65,8 @@ class Tally:
 def fill(db: str | Path, data: Path, scopes: int, per_scope: int, progress: bool) -> dict[str, Any]:
     """Store the scopes (a scope that already holds ``per_scope`` traces is kept, so a rerun on
     the same --db skips the fill), index them, make one new key each."""
-    from ..memory import Memory
-    from ..types import Scope
+    from zeromem.memory import Memory
+    from zeromem.types import Scope
 
     conversation = _conversation(data)
     keys: list[str] = []
@@ -83,7 +84,7 @@ def fill(db: str | Path, data: Path, scopes: int, per_scope: int, progress: bool
 def fill_scope(mem: Any, user: str, drafts: Sequence[dict[str, Any]], size: int, bar: Any) -> bool:
     """Make scope ``user`` hold ``size`` replica traces; a scope that holds them already is kept
     (a rerun on the same store skips it). Returns whether it was written."""
-    from ..types import Scope
+    from zeromem.types import Scope
 
     if store_of(mem).count(Scope(user, None)) >= size:
         bar.update(size)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..reader import base as reader_base
+from zeromem.reader import base as reader_base
 
 CURVE_K = 20
 

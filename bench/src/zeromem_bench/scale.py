@@ -26,10 +26,10 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
-from .._internals import store_of
-from ..ingest import load_file
-from ..memory import Memory
-from ..store.factory import redact_url
+from zeromem._internals import store_of
+from zeromem.ingest import load_file
+from zeromem.memory import Memory
+from zeromem.store.factory import redact_url
 
 
 def _replica(drafts: list[dict[str, Any]], copy: int) -> list[dict[str, Any]]:

@@ -27,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from ..config import Config
-from ..memory import Memory
-from ..retrieval import persist
-from ..types import Scope
+from zeromem.config import Config
+from zeromem.memory import Memory
+from zeromem.retrieval import persist
+from zeromem.types import Scope
+
 from .fuzz_surfaces import Failure, Surface
 
 MIN_TURNS = 8
@@ -175,7 +176,7 @@ class SnapshotSurface(Surface):
 
     def _ask(self, db: Path) -> dict[str, Any]:
         if self.child is None or self.child.poll() is not None:
-            self.child = subprocess.Popen([sys.executable, "-m", "zeromem.bench.fuzz_snapshots"],
+            self.child = subprocess.Popen([sys.executable, "-m", "zeromem_bench.fuzz_snapshots"],
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self.child.stdin is not None and self.child.stdout is not None
         self.child.stdin.write(json.dumps({"db": str(db)}) + "\n")
