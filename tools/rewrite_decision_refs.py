@@ -1,6 +1,6 @@
 """Rewrite references to the old single-file docs/decisions.md into paths of docs/decisions/.
 
-    python tools/rewrite_decision_refs.py [PATH ...]        # default: src tests bench docs examples *.md
+    python tools/rewrite_decision_refs.py [PATH ...]          # default: the repository (src, tests, bench, docs, ...)
     python tools/rewrite_decision_refs.py --check [PATH ...]  # list what would change, change nothing
 
 ``docs/decisions.md#d-041-...`` (any anchor of record D-041) becomes
@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ["src", "tests", "bench", "docs", "examples", "README.md", "ARCHITECTURE.md", "CHANGELOG.md"]
+DEFAULT = ["src", "tests", "bench", "docs", "examples", "README.md", "ARCHITECTURE.md", "CHANGELOG.md",
+           "pyproject.toml", "Makefile"]
 SUFFIXES = {".py", ".md", ".txt", ".toml", ".cfg", ".json", ".html", ".js"}
 LINE_LIMIT = 120
 
@@ -37,7 +38,8 @@ def rewrite(text: str, files: dict[str, str]) -> str:
         return files[number]
 
     # D-024 is the register of ranking constants: a reference to it means the register's rows.
-    text = re.sub(r"(?<![\w/])(docs/)?decisions\.md#d-024[a-z0-9-]*", lambda m: f"{m[1] or ''}ranking-constants.md", text)
+    text = re.sub(r"(?<![\w/])(docs/)?decisions\.md#d-024[a-z0-9-]*",
+                  lambda m: f"{m[1] or ''}ranking-constants.md", text)
     # "decisions.md#d-014, #d-045": the second anchor names a record of the same file.
     text = re.sub(r"(decisions)\.md#d-(\d{3})[a-z0-9-]*, #d-(\d{3})[a-z0-9-]*",
                   lambda m: f"{m[1]}/{record(m[2])}, {m[1]}/{record(m[3])}", text)
