@@ -69,3 +69,12 @@ def test_links_between_records_and_to_measurements_resolve():
                 if "://" not in target and not (path.parent / target).exists():
                     broken.append(f"{path.relative_to(ROOT)} -> {target}")
     assert not broken, "\n".join(broken)
+
+
+def test_measurement_logs_name_no_host_path_and_no_tracker():
+    logs = [*sorted((ROOT / "docs" / "measurements").glob("*.md")), ROOT / "docs" / "ranking-constants.md"]
+    assert len(logs) > 10
+    found = [f"{path.name}:{number}: {line.strip()[:80]}" for path in logs
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if index._HOST_PATH.search(line) or index._TRACKER.search(line)]
+    assert not found, "\n".join(found)
