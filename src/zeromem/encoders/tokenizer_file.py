@@ -1,41 +1,57 @@
-"""The tokenizer of a model's ``tokenizer.json``, for the ONNX embedder and the export's probes.
+"""The tokenizer of a model's ``tokenizer.json``, for the ONNX embedder, the export's probes and
+the token counter: the ``tokenizers`` package (a core dependency), the tokenizer the models were
+trained with.
 
-zeromem's own WordPiece (wordpiece.py) reads a BERT one without the ``tokenizers`` package;
-any other falls back to ``tokenizers`` (the ``[torch]`` extra).
+zeromem had its own WordPiece for the default model's BERT tokenizer until 2026-12-04, to keep
+``tokenizers`` and the ``huggingface_hub`` it requires (+40 MB) out of the core install; both
+gave the same ids on every text compared (docs/decisions/0064-hand-written-or-library.md).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..errors import ModelUnavailable
-from .wordpiece import WordPieceTokenizer
 
-__all__ = ["load_tokenizer"]
+__all__ = ["TokenizerFile", "load_tokenizer"]
 
 
-class _HfTokenizer:
-    """``tokenizers`` for a tokenizer.json that WordPieceTokenizer does not read."""
+class TokenizerFile:
+    """Text → token ids of a ``tokenizer.json``: the model's special tokens added, no padding,
+    truncated to ``max_length`` ids in all when it is set."""
 
-    def __init__(self, path: Path, max_length: int) -> None:
+    def __init__(self, path: Path, max_length: int | None = None) -> None:
         try:
             from tokenizers import Tokenizer
         except ImportError as err:
-            raise ModelUnavailable(f"{path} is not a BERT WordPiece tokenizer; reading it needs the "
-                                   "tokenizers package: `pip install 'zeromem[torch]'`") from err
-        self._tokenizer = Tokenizer.from_file(str(path))
+            raise ModelUnavailable("reading a tokenizer.json needs the tokenizers package (a core "
+                                   "dependency of zeromem): `pip install tokenizers`") from err
+        try:
+            self._tokenizer: Any = Tokenizer.from_file(str(path))
+        except Exception as err:  # tokenizers raises its own exception types for a bad file
+            raise ModelUnavailable(f"cannot read the tokenizer {path} ({type(err).__name__}: {err})") from err
         self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(max_length=max_length)
+        if max_length is None:
+            self._tokenizer.no_truncation()
+        else:
+            self._tokenizer.enable_truncation(max_length=max_length)
+
+    def encode(self, text: str) -> list[int]:
+        """The ids of ``text``, special tokens (``[CLS]`` … ``[SEP]``) included."""
+        return list(self._tokenizer.encode(text).ids)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        return [list(e.ids) for e in self._tokenizer.encode_batch(texts)]
+        # One text at a time: tokenizers' encode_batch would spread the texts over every core,
+        # and zeromem runs its embedders on the threads it is given (EncoderConfig.threads).
+        return [self.encode(text) for text in texts]
+
+    def count(self, text: str) -> int:
+        """How many tokens ``text`` is, special tokens not counted (every token when
+        ``max_length`` is None, as the token counter makes it)."""
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
 
-def load_tokenizer(path: Path, max_length: int) -> WordPieceTokenizer | _HfTokenizer:
-    """The tokenizer of a ``tokenizer.json``: zeromem's WordPiece for a BERT one (no
-    ``tokenizers`` package needed: wordpiece.py), else ``tokenizers``."""
-    own = WordPieceTokenizer.from_file(path)
-    if own is None:
-        return _HfTokenizer(path, max_length)
-    own.max_length = max_length
-    return own
+def load_tokenizer(path: Path, max_length: int) -> TokenizerFile:
+    """The tokenizer of a ``tokenizer.json``, truncating to ``max_length`` ids."""
+    return TokenizerFile(path, max_length)
