@@ -51,7 +51,7 @@ bench: $(LAB)
 
 # Static checks first (configured in pyproject.toml: [tool.ruff], [tool.mypy]), then the tests.
 test: $(FULL)
-	$(BIN)/ruff check src bench tests
+	$(BIN)/ruff check src bench tests tools
 	$(BIN)/mypy
 	$(BIN)/python tests/pg_server.py --sweep  # PostgreSQL servers of killed runs
 	$(BIN)/python -m pytest -n $(WORKERS)

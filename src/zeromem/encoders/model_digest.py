@@ -20,7 +20,6 @@ _CONFIG_NAMES = frozenset({
 })
 # Alternative exports some model repositories ship beside the weights; not what we load.
 _SKIP_DIRS = frozenset({"onnx", "openvino", ".git", ".cache"})
-_CHUNK = 1 << 20
 
 _lock = threading.Lock()
 _file_digests: dict[tuple[str, int, int], str] = {}
@@ -57,11 +56,8 @@ def file_sha256(path: Path) -> str:
         cached = _file_digests.get(key)
     if cached is not None:
         return cached
-    digest = hashlib.sha256()
     with resolved.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    value = digest.hexdigest()
+        value = hashlib.file_digest(handle, "sha256").hexdigest()
     with _lock:
         _file_digests[key] = value
     return value

