@@ -39,9 +39,11 @@ RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 # Why a policy of our own over httpx rather than a library's: httpx's own transport retries
 # cover only failed connects, not a 429 or 503 reply; the official `openai` client has the same
 # policy built in (Retry-After, 408/409/429/5xx, doubling pause) but would add pydantic and
-# four more packages to the install for one POST, and tenacity / stamina have no Retry-After
-# support, so the part that needs care would be ours anyway. This is that part, tested against
-# a real local server (tests/test_reader.py).
+# four more packages to the install for one POST, and tenacity (9.x: `wait_exception` hands the
+# exception to a function of ours) and stamina do not read Retry-After, so the part that needs
+# care (delay-seconds or an HTTP date, capped) would be ours anyway; what tenacity would take
+# over is the ten-line loop (docs/decisions/0064-hand-written-or-library.md). This is that
+# part, tested against a real local server (tests/test_reader.py).
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """When and how long to wait before trying a chat request again.
