@@ -56,7 +56,7 @@ def _sentencepiece_model(vocabulary: E5Vocabulary) -> bytes:
     ``sentencepiece_model_pb2``: since sentencepiece 0.2.3 that module needs protobuf >= 7.36,
     and other packages of an install may hold protobuf 6 (mem0ai, qdrant-client do)."""
     raw_scores = np.asarray(vocabulary.scores, dtype="<f4").tobytes()
-    pieces: list[bytes] = []
+    out = bytearray()  # one buffer: 250k small bytes objects held at once would stay in the heap
     seen: set[str] = set()
     for index, piece in enumerate(vocabulary.pieces):
         score = raw_scores[4 * index:4 * index + 4]
@@ -68,14 +68,14 @@ def _sentencepiece_model(vocabulary: E5Vocabulary) -> bytes:
             body = _str(1, f"\0unused{index}") + _FLOAT_FIELD + score + _TYPE_UNUSED
         else:
             text = piece.encode()
-            # SentencePiece fields 1 and 2; a piece under 128 bytes (all but a few) has a
-            # one-byte length, so its body is under 128 bytes too
+            # fields 1 and 2, the length written as one byte when it fits in one (nearly always)
             body = (b"\x0a" + bytes((len(text),)) + text if len(text) < 128 else _str(1, piece)) + _FLOAT_FIELD + score
-        pieces.append(b"\x0a" + bytes((len(body),)) + body if len(body) < 128 else _bytes(1, body))
+        out += b"\x0a" + bytes((len(body),)) + body if len(body) < 128 else _bytes(1, body)
         seen.add(piece)
-    trainer = b"".join([_int(3, _UNIGRAM), _int(40, vocabulary.unk), _int(41, -1), _int(42, -1), _int(43, -1)])
-    normalizer = _str(1, "identity") + _int(3, 0) + _int(4, 0) + _int(5, 0)
-    return b"".join([*pieces, _bytes(2, trainer), _bytes(3, normalizer)])
+    out += _bytes(2, b"".join([_int(3, _UNIGRAM), _int(40, vocabulary.unk), _int(41, -1), _int(42, -1),
+                               _int(43, -1)]))
+    out += _bytes(3, _str(1, "identity") + _int(3, 0) + _int(4, 0) + _int(5, 0))
+    return bytes(out)
 
 
 class UnigramTokenizer:
