@@ -131,5 +131,12 @@ def scope_meta_key(prefix: str, scope: Scope) -> str:
 
 
 def scope_meta_suffix(scope: Scope) -> str:
-    """What follows the first ``:`` in every per-scope ``store_meta`` key of ``scope``."""
-    return json.dumps(list(scope_key(scope)), ensure_ascii=False, separators=(",", ":"))
+    """What follows the first ``:`` in every per-scope ``store_meta`` key of ``scope``: its
+    ``scope_key`` (``scope_json``)."""
+    return scope_json(*scope_key(scope))
+
+
+def scope_json(user: str, agent: str) -> str:
+    """The ``scope_key`` column of both SQL stores: ``(user, agent)`` as compact JSON,
+    ``["ana",""]`` (no two scopes share one, whatever characters their ids hold)."""
+    return json.dumps([user, agent], ensure_ascii=False, separators=(",", ":"))
