@@ -86,7 +86,8 @@ def golden(tmp_path_factory) -> dict:
             expected[user] = {q: _ids(mem, q) for q in QUERIES}
             assert all(expected[user].values())
     with sqlite3.connect(db) as conn:
-        counts = dict(conn.execute("SELECT json_extract(scope_key, '$[0]'), COUNT(*) FROM scope_snapshot_parts GROUP BY scope_key"))
+        counts = dict(conn.execute("SELECT json_extract(scope_key, '$[0]'), COUNT(*) FROM scope_snapshot_parts"
+                                   " GROUP BY scope_key"))
     assert counts.get("a") and counts.get("b")
     return {"db": db, "expected": expected}
 
@@ -118,7 +119,8 @@ def _head(db: Path, user: str = "a") -> tuple[int, int, str]:
 
 def _put_part(db: Path, name: str, blob: bytes, user: str = "a") -> None:
     with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE scope_snapshot_parts SET blob = ? WHERE scope_key = ? AND name = ?", (blob, _key(user), name))
+        conn.execute("UPDATE scope_snapshot_parts SET blob = ?"
+                     " WHERE scope_key = ? AND name = ?", (blob, _key(user), name))
 
 
 def _npy(array: np.ndarray) -> bytes:
@@ -275,7 +277,8 @@ def _apply(db: Path, d: dict) -> int:
             return 0  # an empty array stays what it was
     elif kind == "format_row":  # another format's snapshot: stale, rebuilt without a discard
         with sqlite3.connect(db) as conn:
-            conn.execute("UPDATE scope_snapshots SET format = ? WHERE scope_key = '[\"a\",\"\"]'", (persist.FORMAT - 1,))
+            conn.execute("UPDATE scope_snapshots SET format = ?"
+                         " WHERE scope_key = '[\"a\",\"\"]'", (persist.FORMAT - 1,))
         return 0
     elif kind in ("format_fact", "version_fact"):
         _, _, facts = _head(db)

@@ -131,8 +131,9 @@ def test_a_file_of_the_previous_release_migrates_to_scope_keys_keeping_every_row
         new = mem.add("a new trace", session="s4")
         assert store_of(mem).ids.parse(new) == counters["traces"] + 1
     assert _rows(db, "PRAGMA foreign_key_check") == [] and _rows(db, "PRAGMA integrity_check") == [("ok",)]
-    keys = {k for (k,) in _rows(db, "SELECT DISTINCT scope_key FROM units UNION SELECT scope_key FROM scope_versions"
-                                    " UNION SELECT scope_key FROM unit_mentions UNION SELECT scope_key FROM trace_history")}
+    keys = {k for (k,) in _rows(db, "SELECT scope_key FROM units UNION SELECT scope_key FROM scope_versions"
+                                    " UNION SELECT scope_key FROM unit_mentions"
+                                    " UNION SELECT scope_key FROM trace_history")}
     assert keys == {'["ana",""]', '["bo","helper"]'}
 
 

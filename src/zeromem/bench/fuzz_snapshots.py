@@ -84,7 +84,8 @@ def apply_damage(db: Path, case: dict[str, Any]) -> int:
     """Damage scope ``a``'s snapshot in ``db`` as ``case`` says; returns the discards it calls for."""
     kind = case["kind"]
     with sqlite3.connect(db) as conn:
-        parts = dict(conn.execute("SELECT name, blob FROM scope_snapshot_parts WHERE scope_key = '[\"a\",\"\"]' AND name != ?",
+        parts = dict(conn.execute("SELECT name, blob FROM scope_snapshot_parts"
+                                  " WHERE scope_key = '[\"a\",\"\"]' AND name != ?",
                                   (persist.CHECKSUM_PART,)))
         names = sorted(parts)
         name = case["name"] if kind == "forged_id" else names[case["part"] % len(names)]
@@ -92,10 +93,12 @@ def apply_damage(db: Path, case: dict[str, Any]) -> int:
         where = case["where"]
 
         def put(data: bytes) -> None:
-            conn.execute("UPDATE scope_snapshot_parts SET blob = ? WHERE scope_key = '[\"a\",\"\"]' AND name = ?", (data, name))
+            conn.execute("UPDATE scope_snapshot_parts SET blob = ?"
+                         " WHERE scope_key = '[\"a\",\"\"]' AND name = ?", (data, name))
 
         def facts(change: Any) -> None:
-            text = bytes(conn.execute("SELECT blob FROM scope_snapshots WHERE scope_key = '[\"a\",\"\"]'").fetchone()[0])
+            text = bytes(conn.execute("SELECT blob FROM scope_snapshots"
+                                      " WHERE scope_key = '[\"a\",\"\"]'").fetchone()[0])
             conn.execute("UPDATE scope_snapshots SET blob = ? WHERE scope_key = '[\"a\",\"\"]'", (change(text),))
 
         if kind == "flip":

@@ -133,7 +133,7 @@ class SQLiteDialect(Dialect):
         return f"+{column}"  # SQLite's unary plus: no index on this term
 
     def load_vec(self, value: Any) -> bytes:
-        return value  # type: ignore[no-any-return]  # a BLOB is bytes already
+        return bytes(value) if not isinstance(value, bytes) else value  # a BLOB is bytes already
 
     def lock_scope(self, run: Run, key: str, *, reset: bool = False) -> int:
         # BEGIN IMMEDIATE holds the file's write lock already: the row needs no lock of its own.
