@@ -92,14 +92,14 @@ VERSION_FLOOR_KEY = "scope_version_floor"
 def check_meta_write(key: Any) -> str:
     """A ``store_meta`` key that may be written or removed: any but the trace id key, which is
     made once with the store (changing it would change every id), and the version floor."""
-    key = check_meta_key(key)
-    if key == ID_KEY:
+    checked = check_meta_key(key)
+    if checked == ID_KEY:
         raise InvalidInput(f"store_meta key {ID_KEY!r} is the store's trace id key: it cannot be "
                            "changed or removed (every trace id depends on it)")
-    if key == VERSION_FLOOR_KEY:
+    if checked == VERSION_FLOOR_KEY:
         raise InvalidInput(f"store_meta key {VERSION_FLOOR_KEY!r} is kept by delete_scope: it cannot "
                            "be changed or removed (in-memory indexes of other processes rely on it)")
-    return key
+    return checked
 
 
 def id_codec(key_hex: str | None, path: str) -> TraceIdCodec:

@@ -100,9 +100,9 @@ def drop_units(run: Run, d: Dialect, key: str, unit_ids: Sequence[int]) -> Count
     counts["units"] = run(f"DELETE FROM units WHERE {_by_id(d, 'id')}", (key, ids)).rowcount
     if entities:
         counts["entity_vectors"] = run(
-            f"DELETE FROM entity_vectors WHERE scope_key = ? AND {d.any_of('entity')}"
-            " AND NOT EXISTS (SELECT 1 FROM unit_mentions m WHERE m.scope_key = entity_vectors.scope_key"
-            " AND m.scope_key = ? AND m.entity = entity_vectors.entity)", (key, d.array(entities), key)).rowcount
+            f"DELETE FROM entity_vectors AS e WHERE e.scope_key = ? AND {d.any_of('e.entity')}"
+            " AND NOT EXISTS (SELECT 1 FROM unit_mentions m WHERE m.scope_key = e.scope_key"
+            " AND m.scope_key = ? AND m.entity = e.entity)", (key, d.array(entities), key)).rowcount
     return counts
 
 
@@ -405,6 +405,6 @@ def put_signals(run: Run, d: Dialect, key: str, rows: Sequence[tuple[int, int, s
              " ON CONFLICT (scope_key, trace_rowid) DO UPDATE SET version = excluded.version,"
              " signals = excluded.signals", [(key, rowid, version, blob) for rowid, version, blob in rows])
     put = d.array(sorted({int(rowid) for rowid, _, _ in rows}))
-    run(f"DELETE FROM trace_signals WHERE scope_key = ? AND {d.any_of('trace_rowid')} AND NOT EXISTS"
-        f" (SELECT 1 FROM traces t WHERE {d.unindexed('t.scope_key')} = trace_signals.scope_key"
-        " AND t.rowid_ = trace_signals.trace_rowid)", (key, put))
+    run(f"DELETE FROM trace_signals AS s WHERE s.scope_key = ? AND {d.any_of('s.trace_rowid')} AND NOT EXISTS"
+        f" (SELECT 1 FROM traces t WHERE {d.unindexed('t.scope_key')} = s.scope_key AND t.rowid_ = s.trace_rowid)",
+        (key, put))

@@ -10,6 +10,8 @@ operator sees what to move or erase. It reads only the scope names, never a trac
 
 from __future__ import annotations
 
+from typing import Any
+
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable
@@ -48,7 +50,7 @@ class NameReport:
     def clean(self) -> bool:
         return not self.findings
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"scopes": self.scopes, "keys": self.keys, "clean": self.clean, "rules": list(self.rules),
                 "findings": [{"user": f.user, "agent": f.agent, "where": f.where, "problem": f.problem}
                              for f in self.findings]}

@@ -75,7 +75,7 @@ _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 _TIME = "COALESCE(event_time, session_time, recorded_at)"
 # That time as a UTC instant (timestamp without zone): stored times keep their offset, which
 # text comparison ignores; a time without one counts as UTC (store/dates.py, utc_key).
-_TIME_UTC = (f"(CASE WHEN {_TIME} ~ '[+-][0-9][0-9]:[0-9][0-9](:[0-9][0-9])?$'"
+_TIME_UTC = (f"(CASE WHEN {_TIME} ~ '[+-][0-9][0-9]:[0-9][0-9](:[0-9][0-9]){{0,1}}$'"
              f" THEN ({_TIME})::timestamptz AT TIME ZONE 'UTC' ELSE ({_TIME})::timestamp END)")
 ALL_SCOPES = PostgresDialect.all_scopes
 DEFAULT_POOL_SIZE = 8
@@ -182,7 +182,7 @@ class PostgresStore(SQLStore):
     def _check_storable(self, value: str | None, field: str) -> None:
         _no_nul(value, field)
 
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[tuple]:
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[tuple[Any, ...]]:
         with self._connection("read") as conn:
             return conn.execute(sql, params).fetchall()
 
@@ -331,7 +331,7 @@ class PostgresStore(SQLStore):
                 "done": done, "retained": retained}
 
     # -- bulk load (zeromem migrate; store/transfer.py) ------------------------------------
-    def bulk_load(self, traces: Sequence[tuple], history: Sequence[tuple], api_keys: Sequence[tuple],
+    def bulk_load(self, traces: Sequence[tuple[Any, ...]], history: Sequence[tuple[Any, ...]], api_keys: Sequence[tuple[Any, ...]],
                   meta: Sequence[tuple[str, str]], last_id: int) -> None:
         """Load another store's records into this EMPTY store in one transaction, ids kept.
 
@@ -484,7 +484,7 @@ class PostgresStore(SQLStore):
                 "local": sorted(CITUS_LOCAL)}
 
 
-def _one(cursor: psycopg.Cursor) -> tuple:
+def _one(cursor: psycopg.Cursor) -> tuple[Any, ...]:
     """The one row a statement returns (StoreError if it returned none)."""
     row = cursor.fetchone()
     if row is None:

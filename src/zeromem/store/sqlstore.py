@@ -220,7 +220,7 @@ class SQLStore(StoreBase):
         s_where, _ = self._scoped(scope, "s")
         v_where, v_params = self._scoped(scope, "v")
 
-        def body(run: Run) -> tuple | None:
+        def body(run: Run) -> tuple[Any, ...] | None:
             # The version row is joined on the same bound scope, so each table is pinned to it.
             head = run(f"SELECT s.version, s.blob, COALESCE(v.reset_version, 0) FROM scope_snapshots s"
                        f" LEFT JOIN scope_versions v ON {v_where} WHERE {s_where} AND s.format = ?",
@@ -259,7 +259,7 @@ class SQLStore(StoreBase):
             where, mark = f"WHERE {where}", ""
 
         def body(run: Run) -> dict[str, Any]:
-            def rows(sql: str) -> builtins.list[tuple]:
+            def rows(sql: str) -> builtins.list[tuple[Any, ...]]:
                 return run(mark + sql, params).fetchall()
 
             traces, sessions, chars = rows(
@@ -312,9 +312,9 @@ class SQLStore(StoreBase):
     def revoke_api_key(self, key_id: str) -> ApiKey:
         key_id = check_key_id(key_id)
 
-        def body(run: Run) -> tuple | None:
+        def body(run: Run) -> tuple[Any, ...] | None:
             run("UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL", (now(), key_id))
-            row: tuple | None = run(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
+            row: tuple[Any, ...] | None = run(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
             return row
 
         row = self._transact(body)
