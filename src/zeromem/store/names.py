@@ -10,12 +10,11 @@ operator sees what to move or erase. It reads only the scope names, never a trac
 
 from __future__ import annotations
 
-from typing import Any
-
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..types import Scope
 from . import validate

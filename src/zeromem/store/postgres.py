@@ -331,8 +331,8 @@ class PostgresStore(SQLStore):
                 "done": done, "retained": retained}
 
     # -- bulk load (zeromem migrate; store/transfer.py) ------------------------------------
-    def bulk_load(self, traces: Sequence[tuple[Any, ...]], history: Sequence[tuple[Any, ...]], api_keys: Sequence[tuple[Any, ...]],
-                  meta: Sequence[tuple[str, str]], last_id: int) -> None:
+    def bulk_load(self, traces: Sequence[tuple[Any, ...]], history: Sequence[tuple[Any, ...]],
+                  api_keys: Sequence[tuple[Any, ...]], meta: Sequence[tuple[str, str]], last_id: int) -> None:
         """Load another store's records into this EMPTY store in one transaction, ids kept.
 
         ``traces``: (rowid, user, agent, session, seq, text, speaker, role, session_time,

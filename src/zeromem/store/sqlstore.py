@@ -314,7 +314,8 @@ class SQLStore(StoreBase):
 
         def body(run: Run) -> tuple[Any, ...] | None:
             run("UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL", (now(), key_id))
-            row: tuple[Any, ...] | None = run(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
+            row: tuple[Any, ...] | None = run(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE key_id = ?",
+                                              (key_id,)).fetchone()
             return row
 
         row = self._transact(body)

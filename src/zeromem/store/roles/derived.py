@@ -3,11 +3,10 @@ rebuildable from the traces: what the indexer writes and retrieval reads."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ...types import Scope
 
