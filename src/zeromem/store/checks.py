@@ -3,6 +3,7 @@ scopes, flags, ``list`` filters and ``store_meta`` keys and values."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -136,6 +137,7 @@ def scope_meta_suffix(scope: Scope) -> str:
     return scope_json(*scope_key(scope))
 
 
+@functools.lru_cache(maxsize=4096)  # every scoped call makes it; few scopes per process
 def scope_json(user: str, agent: str) -> str:
     """The ``scope_key`` column of both SQL stores: ``(user, agent)`` as compact JSON,
     ``["ana",""]`` (no two scopes share one, whatever characters their ids hold)."""
