@@ -64,6 +64,7 @@ from .postgres_derived import PgRun, PostgresDialect
 from .postgres_schema import SNAPSHOT_CHUNK, migrate
 from .receipts import DeleteReceipt, make_receipt, retained_identifiers
 from .roles import CleanDraft, ExportRows, Restored, TraceDraft
+from .roles.portable import RestoredEvent, RestoredTombstone, RestoredTrace
 from .rows import dump_attachments, dump_metadata, number_drafts
 from .sqlstore import SQLStore, T
 from .urls import redact_url
@@ -346,39 +347,24 @@ class PostgresStore(SQLStore):
         or a text holds NUL.
         """
         carried = dict(meta).get(ID_KEY)
-        codec = id_codec(carried, self.path) if carried is not None else self.ids
+        id_key = carried if carried is not None else self.get_meta(ID_KEY)
+        codec = id_codec(id_key, self.path)
         for row in traces:
             for value in row[3:14]:
                 if isinstance(value, str) and "\x00" in value:
                     raise InvalidInput(f"trace {codec.format(row[0])} contains a NUL character (\\x00), "
                                        "which PostgreSQL cannot store: fix it in the source first")
-        keys = {(row[1], row[2]): self._scope(Scope(row[1] or None, row[2] or None))
-                for row in (*traces, *history)}
 
-        def body(conn: psycopg.Connection) -> None:
+        def body(conn: psycopg.Connection[Any]) -> None:
             busy = _one(conn.execute(
                 f"{ALL_SCOPES}SELECT EXISTS (SELECT 1 FROM traces) OR EXISTS (SELECT 1 FROM trace_history)"
                 " OR EXISTS (SELECT 1 FROM api_keys)"))[0]
             if busy:
                 raise InvalidInput(f"{self.path} already holds traces, history or API keys: "
                                    "migrate into an empty database")
-            for key in sorted(set(keys.values())):
-                pgd.lock_scope(PgRun(conn), key, reset=True)
+            # The records as an import that keeps ids writes them (one code path: postgres_portable).
+            pgp.restore(conn, _restored(traces, history), codec, id_key, last_id, self.path, self._scope, ALL_SCOPES)
             cur = conn.cursor()
-            with cur.copy("COPY traces (scope_key, rowid_, user_key, agent_key, session, seq, text,"
-                          " speaker, role, session_time, event_time, recorded_at, source_id, metadata,"
-                          " attachments, version, has_session) FROM STDIN") as copy:
-                for row in traces:
-                    copy.write_row((keys[(row[1], row[2])], *row[:15], bool(row[15])))
-            with cur.copy("COPY trace_history (scope_key, trace_rowid, event, at, old_text, new_text,"
-                          " old_metadata, new_metadata) FROM STDIN") as copy:
-                for row in history:
-                    copy.write_row((keys[(row[1], row[2])], row[0], *row[3:]))
-            conn.execute("SELECT setval('zeromem_trace_ids', %s)", (max(1, last_id),))
-            sessions = sorted({(keys[(row[1], row[2])], row[3]) for row in traces})
-            if sessions:
-                cur.executemany("INSERT INTO dirty_sessions (scope_key, session) VALUES (%s, %s)"
-                                " ON CONFLICT DO NOTHING", sessions)
             if api_keys:
                 cur.executemany("INSERT INTO api_keys (key_id, key_hash, user_key, agent_key, label,"
                                 " created_at, revoked_at) VALUES (%s, %s, %s, %s, %s, %s, %s)", list(api_keys))
@@ -482,6 +468,23 @@ class PostgresStore(SQLStore):
                 "distributed": sorted(t for t, k in tables.items() if k == "distributed"),
                 "reference": sorted(t for t, k in tables.items() if k == "reference"),
                 "local": sorted(CITUS_LOCAL)}
+
+
+def _restored(traces: Sequence[tuple[Any, ...]], history: Sequence[tuple[Any, ...]]) -> Iterator[Restored]:
+    """``bulk_load``'s rows as the items of an import: each trace (or deleted trace, known by its
+    history alone) in row order, followed by its events, oldest first."""
+    events: dict[int, list[tuple[Any, ...]]] = {}
+    for event in history:
+        events.setdefault(int(event[0]), []).append(event)
+    rows = {int(row[0]): row for row in traces}
+    for rowid in sorted(rows.keys() | events.keys()):
+        row = rows.get(rowid)
+        if row is not None:
+            yield RestoredTrace(rowid, row[1], row[2], row[3], bool(row[15]), int(row[4]), *row[5:15])
+        else:
+            yield RestoredTombstone(rowid, events[rowid][0][1], events[rowid][0][2])
+        for event in events.get(rowid, ()):
+            yield RestoredEvent(*event[3:9])
 
 
 def _one(cursor: psycopg.Cursor) -> tuple[Any, ...]:
