@@ -1,4 +1,9 @@
-"""The README is tested: its Python example runs as printed, and it opens with two commands."""
+"""The README is tested: its Python tour runs as printed, and it opens with two commands.
+
+docs/integrations.md is tested the same way: each Python block after an
+``<!-- executed by tests/test_api_readme.py -->`` line runs on its own and prints what its
+comments say.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,19 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+INTEGRATIONS = ROOT / "docs" / "integrations.md"
+EXECUTED = "<!-- executed by tests/test_api_readme.py -->"
 
 
-def _blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+def _blocks(language: str, path: Path = README) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", path.read_text(encoding="utf-8"), re.S)
+
+
+def _executed_integration_blocks() -> list[str]:
+    text = INTEGRATIONS.read_text(encoding="utf-8")
+    return re.findall(rf"{re.escape(EXECUTED)}\n```python\n(.*?)```", text, re.S)
 
 
 def test_readme_opens_with_a_pitch_and_exactly_two_commands():
@@ -26,7 +39,7 @@ def test_readme_python_example_runs(tmp_path, monkeypatch, example_path, capsys)
     (tmp_path / "examples").mkdir()
     (tmp_path / "examples" / example_path.name).symlink_to(example_path)
     monkeypatch.chdir(tmp_path)
-    storage, retrieval, lifecycle, *_integrations = _blocks("python")
+    storage, retrieval, lifecycle = _blocks("python")
     namespace = {"__name__": "readme"}
     exec(compile(storage, str(README), "exec"), namespace)
     out = capsys.readouterr().out.splitlines()
@@ -44,7 +57,7 @@ def test_readme_python_example_runs(tmp_path, monkeypatch, example_path, capsys)
     assert "allergic to peanuts" in out and "constraint" in out
 
 
-# The integrations section: each block runs on its own (a fresh namespace, its own memory), and
+# docs/integrations.md, "Try each one": each block runs on its own (a fresh namespace, its own memory), and
 # prints what its comments say. Ids and times change between runs, so only stable parts are checked.
 _INTEGRATIONS = {
     "zeromem.integrations.langgraph": ["home -> Alice moved to Denver in May.", "2 traces in alice's scope"],
@@ -57,13 +70,19 @@ _INTEGRATIONS = {
 }
 
 
+def test_every_executed_integration_block_is_checked():
+    blocks = _executed_integration_blocks()
+    assert len(blocks) == len(_INTEGRATIONS)
+    assert all(sum(marker in block for marker in _INTEGRATIONS) == 1 for block in blocks)
+
+
 @pytest.mark.parametrize("marker", list(_INTEGRATIONS))
-def test_readme_integration_examples_run(marker, tmp_path, monkeypatch, capsys):
+def test_integration_examples_run(marker, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MEM0_TELEMETRY", "False")
     monkeypatch.chdir(tmp_path)
-    found = [block for block in _blocks("python") if marker in block]
-    assert len(found) == 1, f"the README has {len(found)} python blocks using {marker}"
-    exec(compile(found[0], str(README), "exec"), {"__name__": "readme"})
+    found = [block for block in _executed_integration_blocks() if marker in block]
+    assert len(found) == 1, f"docs/integrations.md has {len(found)} executed python blocks using {marker}"
+    exec(compile(found[0], str(INTEGRATIONS), "exec"), {"__name__": "integrations"})
     out = capsys.readouterr().out
     for expected in _INTEGRATIONS[marker]:
         assert expected in out, (expected, out)

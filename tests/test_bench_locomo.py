@@ -15,13 +15,13 @@ import pytest
 from typer.testing import CliRunner
 
 from zeromem import Memory
-from zeromem.bench import hotpotqa, locomo
-from zeromem.bench.cli import bench_app
-from zeromem.bench.runner import QueryResult, run_benchmark, run_reader
-from zeromem.bench.zeromem_system import ZeromemSystem
 from zeromem.errors import LLMForbidden
 from zeromem.reader import ReaderAnswer, record_call
 from zeromem.retrieval import calibrate
+from zeromem_bench import hotpotqa, locomo
+from zeromem_bench.cli import bench_app
+from zeromem_bench.runner import QueryResult, run_benchmark, run_reader
+from zeromem_bench.zeromem_system import ZeromemSystem
 
 TURNS = [
     ("Ana", "I moved to Denver last week for my new job."),

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from zeromem.bench import longmemeval
-from zeromem.bench.records import Query, QueryResult, QuestionRun
+from zeromem_bench import longmemeval
+from zeromem_bench.records import Query, QueryResult, QuestionRun
 
 
 def _item(qid, question, sessions, answer_sessions, kind="single-session-user"):
@@ -67,7 +67,7 @@ def test_session_metrics():
 
 
 def test_halves_follow_the_question_index(fixture_file):
-    from zeromem.bench.records import SystemRun
+    from zeromem_bench.records import SystemRun
 
     data = longmemeval.load_longmemeval(fixture_file)
     assert [c.queries[0].extra["half"] for c in data.corpora] == ["even", "odd"]
@@ -176,7 +176,7 @@ def test_a_file_too_small_pads_what_it_can_and_says_so(pad_file):
 
 
 def test_the_tables_say_how_big_the_haystacks_were(pad_file):
-    from zeromem.bench import report
+    from zeromem_bench import report
 
     data = longmemeval.load_longmemeval(pad_file, padding=longmemeval.Padding(1000, seed=2)).report()
     line = report._haystack_line(data)

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from zeromem.bench import memdaily
-from zeromem.bench.records import QueryResult, QuestionRun, SystemRun
+from zeromem_bench import memdaily
+from zeromem_bench.records import QueryResult, QuestionRun, SystemRun
 
 
 def _trajectory(tid, messages, questions):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zeromem.bench import metrics
+from zeromem_bench import metrics
 
 VALID = frozenset({"D1:1", "D1:2", "D8:6", "D9:17", "D11:26", "D3:5"})
 

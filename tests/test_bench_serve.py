@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 import pg_fixture
 from internals import store_of
 from zeromem import Memory
-from zeromem.bench.serve import USER, failed, run
 from zeromem.main import app
 from zeromem.types import Scope
+from zeromem_bench.serve import USER, failed, run
 
 pytestmark = pytest.mark.slow
 

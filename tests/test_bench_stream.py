@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from zeromem.bench.cli import bench_app
+from zeromem_bench.cli import bench_app
 
 PER_SIZE = ("add_ms_p50", "add_ms_p95", "add_ms_max", "search_after_write_ms_p50",
             "search_after_write_ms_p95", "search_after_write_ms_max", "search_ms_p50",

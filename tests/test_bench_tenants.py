@@ -10,8 +10,8 @@ import pytest
 
 from internals import indexer_of, store_of
 from zeromem import Memory
-from zeromem.bench.tenants import USER, _zipf_choices, failed, fill, run, scope_sizes
 from zeromem.types import Scope
+from zeromem_bench.tenants import USER, _zipf_choices, failed, fill, run, scope_sizes
 
 
 def test_sizes_are_heavy_tailed_and_reach_the_total():

@@ -82,7 +82,7 @@ def test_no_answer_score_falls_with_coverage_and_similarity_and_rises_off_subjec
     never_wrote = dataclasses.replace(found, subject_unsaid=1.0)
     assert no_answer_score(never_wrote) > no_answer_score(found)
     # The dev data holds almost no unanswerable question about no one participant (3 of 113):
-    # the fitted model does not flag one, whatever its coverage (docs/decisions.md#d-058).
+    # the fitted model does not flag one, whatever its coverage (docs/decisions/0058-subject-never-wrote.md).
     nobody = dataclasses.replace(missing, off_subject=0.0, subject_unsaid=0.0, top_cosine=0.0)
     assert no_answer_score(nobody) < calibrate.NO_ANSWER_THRESHOLD
     someone_else = dataclasses.replace(found, off_subject=1.0)

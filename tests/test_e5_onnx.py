@@ -139,7 +139,7 @@ def test_bench_multilingual_on_a_small_memdaily_fixture(tmp_path):
 
     from rich.console import Console
 
-    from zeromem.bench.multilingual import run
+    from zeromem_bench.multilingual import run
 
     trajectory = {"tid": 1, "message_list": [
         {"mid": 0, "message": "我的邻居叫陈小雨。", "time": "2024年05月01日 周三 08:10"},

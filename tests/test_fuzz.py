@@ -14,11 +14,11 @@ from typer.testing import CliRunner
 
 from internals import store_of
 from zeromem import InvalidInput, Memory
-from zeromem.bench import fuzz
-from zeromem.bench import fuzz_requests as fr
-from zeromem.bench import fuzz_strategies as fs
-from zeromem.bench.fuzz_surfaces import ApiSurface, CliSurface, Failure, StoreFixture, snapshot
 from zeromem.main import app
+from zeromem_bench import fuzz
+from zeromem_bench import fuzz_requests as fr
+from zeromem_bench import fuzz_strategies as fs
+from zeromem_bench.fuzz_surfaces import ApiSurface, CliSurface, Failure, StoreFixture, snapshot
 
 CI_CASES = 200  # per surface: about 15 s in all on 2 cores, plus loading the models once
 
@@ -189,7 +189,7 @@ def test_cli_cases_judged_alike_in_a_real_process(tmp_path):
 
 
 def test_json_is_due_only_where_the_cli_parses_the_flag():
-    from zeromem.bench.fuzz_surfaces import _asks_for_json
+    from zeromem_bench.fuzz_surfaces import _asks_for_json
 
     assert _asks_for_json(["search", "q", "--json"])
     assert _asks_for_json(["keys", "add", "--label", "x", "--json", "--user", "alice"])

@@ -225,6 +225,19 @@ def test_no_import_cycles():
     assert not cycles, "import cycles:\n" + "\n\n".join(described)
 
 
+def test_the_product_never_imports_the_lab():
+    # The lab (bench/src/zeromem_bench) drives the product; `zeromem bench` reaches it through
+    # the zeromem.cli entry point (main.py), never through an import.
+    assert not (PACKAGE / "bench").exists(), "the benchmark harness belongs to the lab, bench/"
+    offenders = []
+    for name, path in MODULES.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        offenders += [f"{path.relative_to(ROOT)}:{line} imports {module}"
+                      for line, module, _, _ in import_statements(path, package)
+                      if module.split(".")[0] == "zeromem_bench"]
+    assert not offenders, "the product imports the lab:\n" + "\n".join(offenders)
+
+
 # -- the checker itself, on small made-up packages ------------------------------------------
 
 _TOY_LAYERS = [Layer(0, "leaves", ("zeromem.types",)), Layer(1, "low", ("zeromem.low",)),

@@ -1,11 +1,11 @@
 """A reader process and a writer process on one file and one scope: the reader never raises,
-and everything it returns was committed at some point (``zeromem.bench.race``)."""
+and everything it returns was committed at some point (``zeromem_bench.race``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from zeromem.bench import race
+from zeromem_bench import race
 
 SECONDS = 6.0
 

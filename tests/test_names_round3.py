@@ -217,7 +217,7 @@ def test_reads_as_drops_what_shows_nothing_and_applies_nfkc():
 def test_bench_fuzz_names_surface_refuses_every_spoiled_name(tmp_path):
     """`zeromem bench fuzz --surfaces names`: spoiled names and invisible-only texts through
     the library, the CLI, REST and MCP; every one refused, the store unchanged."""
-    from zeromem.bench import fuzz
+    from zeromem_bench import fuzz
 
     surface = fuzz.make_surface("names")
     surface.open(tmp_path, 0)

@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from zeromem.bench import no_answer_fit
-from zeromem.bench.no_answer_fit import INPUTS, Rows, evaluate, fit, scores, shipped_params, threshold
 from zeromem.retrieval import calibrate
 from zeromem.retrieval.calibrate import NoAnswerInputs, no_answer_score
+from zeromem_bench import no_answer_fit
+from zeromem_bench.no_answer_fit import INPUTS, Rows, evaluate, fit, scores, shipped_params, threshold
 
 
 def _rows(n: int = 400, seed: int = 3, true: np.ndarray | None = None) -> Rows:
@@ -197,7 +197,7 @@ def test_the_command_collects_fits_and_reproduces_from_its_cache(tmp_path):
 
     from test_bench_locomo import _conversation
     from test_bench_longmemeval import ITEMS
-    from zeromem.bench.cli import bench_app
+    from zeromem_bench.cli import bench_app
 
     data = tmp_path / "data"
     (data / "locomo").mkdir(parents=True)

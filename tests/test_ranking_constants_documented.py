@@ -1,6 +1,7 @@
 """Every ranking constant of the retrieval engine is documented.
 
-docs/decisions.md, record "D-024 Ranking constants: the register", holds one table row per constant:
+docs/ranking-constants.md, the register of decision D-024 (docs/decisions/0024-ranking-constants-the-register.md),
+holds one table row per constant:
 ``| `NAME` | `value` | what it does | how it was chosen |``. This test reads the
 module-level numeric constants (UPPER_CASE names; numbers, or dicts / tuples of numbers) of the
 engine's modules and the numeric ``RetrievalConfig`` fields, and fails when one has no row or its
@@ -19,8 +20,8 @@ from zeromem.config import RetrievalConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "zeromem"
-DECISIONS = ROOT / "docs" / "decisions.md"
-SECTION = "## D-024 Ranking constants: the register"
+REGISTER = ROOT / "docs" / "ranking-constants.md"
+SECTION = "# Ranking constants: the register"
 
 # The modules whose constants rank, select candidates or score "no answer".
 MODULES = sorted([
@@ -118,12 +119,10 @@ def config_fields() -> dict[str, Any]:
 
 def documented() -> dict[str, list[str]]:
     """Name → the value cells of its rows in the section."""
-    text = DECISIONS.read_text(encoding="utf-8")
-    assert SECTION in text, f"docs/decisions.md has no {SECTION!r} section"
+    text = REGISTER.read_text(encoding="utf-8")
+    assert text.startswith(SECTION), f"docs/ranking-constants.md does not open with {SECTION!r}"
     rows: dict[str, list[str]] = {}
-    for line in text.split(SECTION, 1)[1].splitlines():
-        if line.startswith(("## ", "# ")):
-            break
+    for line in text.splitlines():
         match = _ROW.match(line)
         if match:
             rows.setdefault(match.group(1), []).append(match.group(2))
@@ -141,7 +140,7 @@ def _check(name: str, value: Any, cells: list[str]) -> str | None:
         except (ValueError, SyntaxError):
             return f"{name}: the row's value {cell!r} is not a Python literal"
     if value not in stated:
-        return f"{name} = {value!r} in the code, {', '.join(cells)} in docs/decisions.md"
+        return f"{name} = {value!r} in the code, {', '.join(cells)} in docs/ranking-constants.md"
     return None
 
 
@@ -158,16 +157,16 @@ def test_every_ranking_constant_is_documented_with_its_value() -> None:
                 for name, places in sorted(code_constants().items()) if name not in NOT_RANKING
                 for module, value in places
                 if (problem := _check(name, value, rows.get(name, [])))]
-    assert not problems, (f"ranking constants missing from or out of date in docs/decisions.md, "
-                          f"{SECTION!r}:\n" + "\n".join(problems))
+    assert not problems, ("ranking constants missing from or out of date in "
+                          "docs/ranking-constants.md:\n" + "\n".join(problems))
 
 
 def test_every_ranking_config_field_is_documented_with_its_default() -> None:
     rows = documented()
     problems = [f"RetrievalConfig.{problem}" for name, value in sorted(config_fields().items())
                 if (problem := _check(name, value, rows.get(name, [])))]
-    assert not problems, (f"RetrievalConfig fields missing from or out of date in docs/decisions.md, "
-                          f"{SECTION!r}:\n" + "\n".join(problems))
+    assert not problems, ("RetrievalConfig fields missing from or out of date in "
+                          "docs/ranking-constants.md:\n" + "\n".join(problems))
 
 
 def test_not_ranking_lists_name_existing_constants() -> None:

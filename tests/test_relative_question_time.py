@@ -1,5 +1,5 @@
 """A question asked at a known time (``as_of``) resolves "three days ago", "last weekend",
-昨天 against it, and the turns of that period rank first (docs/decisions.md#d-029)."""
+昨天 against it, and the turns of that period rank first (docs/decisions/0029-askers-turns-and-now.md)."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""A question about the asker ("What did I…") prefers the turns the user wrote (docs/decisions.md#d-029).
+"""A question about the asker ("What did I…") prefers the turns the user wrote (decision D-029).
 
 In an assistant's memory the user's own turns say what happened to the user; the assistant's
 replies are long and echo the user's words, so by words alone they often outrank the turn that

@@ -7,10 +7,10 @@ from fastapi.testclient import TestClient
 
 from internals import store_of
 from zeromem import Config, Memory
-from zeromem.bench.serve import server_timing
 from zeromem.interfaces.server import ServerSettings, create_app
 from zeromem.store.keys import new_api_key
 from zeromem.types import Scope
+from zeromem_bench.serve import server_timing
 
 pytestmark = pytest.mark.slow
 

@@ -369,7 +369,7 @@ def test_snapshots_written_after_edits_and_erasures_load_without_a_discard(tmp_p
 
 def test_bench_fuzz_snapshot_surface_finds_no_crash_and_no_wrong_answer(tmp_path):
     """``zeromem bench fuzz --surfaces snapshots``: a few cases, searched in a child process."""
-    from zeromem.bench.fuzz import make_surface, run_surface
+    from zeromem_bench.fuzz import make_surface, run_surface
 
     surface = make_surface("snapshots")
     surface.open(tmp_path, 0)

@@ -78,11 +78,6 @@ class RetrievalConfig:
     use_hierarchy: bool = True
     use_closure: bool = True
     use_calibration: bool = True
-    # Reorder the candidate pool with the shipped learned ranker (retrieval/learned.py) instead
-    # of the hand-tuned selection; off unless it wins out of sample (docs/decisions.md#d-041).
-    learned_ranker: bool = False
-    # Attach the candidate pool and its features to SearchResult.candidates (training data).
-    export_candidates: bool = False
 
 
 @dataclass(slots=True)

@@ -165,7 +165,7 @@ def test_bench_tenants_adds_a_node_and_rebalances_while_serving(citus_cluster, t
     """``zeromem bench tenants --citus-add-node``: a third worker joins at a quarter of the run
     and the shard groups move while the servers answer; no error, no cross-scope result, every
     acknowledged write stored, the new node holds shards and scopes afterwards."""
-    from zeromem.bench.tenants import failed, run
+    from zeromem_bench.tenants import failed, run
 
     url = citus_cluster.fresh_database()
     spare = citus_cluster.spare_node()

@@ -321,7 +321,7 @@ class DenseIndex:
         except ImportError as err:
             raise ModelUnavailable("approximate search above "
                                    f"{self.ann_threshold} vectors needs usearch: "
-                                   "`pip install 'zeromem[bench]'` (or raise ann_threshold)") from err
+                                   "`pip install 'zeromem[ann]'` (or raise ann_threshold)") from err
         index = Index(ndim=self.dim, metric="ip", dtype="f32", connectivity=ANN_CONNECTIVITY,
                       expansion_add=ANN_EXPANSION_ADD, expansion_search=ANN_EXPANSION_SEARCH)
         rows = np.flatnonzero(self.alive)

@@ -35,11 +35,9 @@ from .calibrate import NoAnswerInputs, no_answer_score, time_compat
 from .closure import closure_candidates
 from .evidence_order import newest_state_first, taking_turns, values_newest_first, with_current_states
 from .fuse import fuse, normalize_live
-from .learned import shipped as learned_model
 from .no_answer import no_answer_inputs
 from .prepared import PreparedScope
 from .profile import QueryProfile, build_profile, hard_terms, question_focus, question_parts
-from .rank_features import CandidatePool, candidate_features, pool_nodes
 from .route import Route, route
 from .select import query_term_weights, select_evidence
 from .turn_scores import LEXICAL_SHARE, score_candidate_turns, score_every_turn
@@ -90,8 +88,6 @@ class SearchResult:
     # What this answer had to do without, e.g. "embedder: <why>; skipped: dense similarity";
     # empty when every component worked (retrieval/retriever.py fills it).
     degraded: list[str] = field(default_factory=list)
-    # The candidate pool and its features (RetrievalConfig.export_candidates), else None.
-    candidates: CandidatePool | None = None
     # What the no-answer score was computed from (`zeromem bench fit-no-answer` fits on them).
     no_answer_inputs: NoAnswerInputs | None = None
 
@@ -202,10 +198,6 @@ class Engine:
             judged, _ = self._selection(prep, profile, weights,
                                         self._candidates(prep, unboosted, eligible, budget, prior, weights, hops=hops),
                                         budget, as_of, eligible)
-        pool = None
-        if cfg.learned_ranker or cfg.export_candidates:
-            ranked, pool = self._learned(prep, profile, plan, views, score, compat, small, chosen,
-                                         ranked, superseded, weights, budget)
         evidence = [self._evidence(prep, node, value, reason, superseded, {
             "graph": float(views.graph[node]), "ppr": float(views.ppr[node]),
             "lexical_refinement": float(views.refine[node]), "hierarchy": float(views.hierarchy[node]),
@@ -215,40 +207,7 @@ class Engine:
         inputs = no_answer_inputs(prep, profile, views.dense_cosine, [node for node, _ in judged[:3]], qtokens,
                                   weights, self.tokenize)
         return SearchResult(evidence, profile, plan, no_answer_score(inputs), _timings(t0, t_enc),
-                            candidates=pool, no_answer_inputs=inputs)
-
-    def _learned(self, prep: PreparedScope, profile: QueryProfile, plan: Route, views: _TurnViews,
-                 score: np.ndarray, compat: np.ndarray, small: bool,
-                 chosen: dict[int, tuple[float, str]], ranked: list[tuple[int, tuple[float, str]]],
-                 superseded: dict[int, int], weights: dict[str, float], budget: int
-                 ) -> tuple[list[tuple[int, tuple[float, str]]], CandidatePool | None]:
-        """(the evidence order, the candidate pool when exported): the pool's features, and
-        with ``learned_ranker`` the pool reordered by the shipped model (best first, ties by
-        turn) in place of the hand-tuned selection ``ranked``."""
-        cfg = self.config
-        channels = {"score": score, "graph": views.graph, "ppr": views.ppr,
-                    "lexical_refinement": views.refine, "hierarchy": views.hierarchy,
-                    **{f"h_{lvl}": v for lvl, v in views.lifted.items()},
-                    "dense_cosine": views.dense_cosine, "compatibility": compat}
-        nodes = pool_nodes(score, chosen)
-        hand = [node for node, _ in ranked]
-        features = candidate_features(prep, profile, relational=plan.primary == "relational", small=small,
-                                      channels=channels, nodes=nodes, chosen=chosen, hand=hand,
-                                      weights=weights, budget=budget)
-        if cfg.learned_ranker and len(nodes):
-            learned = learned_model().score(features)
-            order = sorted(range(len(nodes)), key=lambda i: (-float(learned[i]), int(nodes[i])))[:budget]
-            ranked = [(int(nodes[i]), chosen.get(int(nodes[i]), (float(score[nodes[i]]), "ranked")))
-                      for i in order]
-            if cfg.use_calibration:
-                ranked = newest_state_first(ranked, superseded)
-        pool = None
-        if cfg.export_candidates:
-            row = {int(node): i for i, node in enumerate(nodes)}
-            traces = [prep.trace(int(node)) for node in nodes]
-            pool = CandidatePool(nodes, features, tuple(row[node] for node in hand),
-                                 tuple(t.id for t in traces), tuple(t.source_id for t in traces))
-        return ranked, pool
+                            no_answer_inputs=inputs)
 
     def _views(self, prep: PreparedScope, query: str, qvec: np.ndarray | None, qtokens: list[str],
                profile: QueryProfile, eligible: np.ndarray, small: bool) -> _TurnViews:
