@@ -10,7 +10,7 @@ from zeromem import Memory
 
 def derived_state(memory: Memory) -> list[tuple]:
     rows = store_of(memory).read(
-        "SELECT u.session, u.level, u.position, u.text, u.trace_rowids, v.vec,"
+        "SELECT u.session, u.level, u.position, u.text, u.rowids, v.vec,"
         " (SELECT group_concat(entity || ':' || count, '|') FROM"
         "   (SELECT entity, count FROM unit_mentions m WHERE m.unit_id = u.id ORDER BY entity))"
         " FROM units u LEFT JOIN unit_vectors v ON v.unit_id = u.id"

@@ -161,7 +161,7 @@ def test_sqlite_a_scope_written_again_after_its_deletion_is_seen_whole(tmp_path)
         assert reader.search("Lisbon", k=5)
         writer.delete_scope()
         assert store_of(writer).scope_version(writer.scope) == 0
-        assert store_of(writer).read("SELECT COUNT(*) FROM scope_versions WHERE user_key='ana'") == [(0,)]
+        assert store_of(writer).read("SELECT COUNT(*) FROM scope_versions WHERE scope_key='[\"ana\",\"\"]'") == [(0,)]
         fresh = writer.add("a new fact about Porto", session="s")
         assert store_of(writer).scope_version(writer.scope) > 3
         found = reader.search("Lisbon Porto fact", k=5)

@@ -94,7 +94,7 @@ def test_window_and_episode_tokens_are_the_tokens_of_their_text(tmp_path):
         memory.add_many([{"text": text, "session": f"s{i % 2}", "speaker": "Ana" if i % 3 else "Bo"}
                          for i, text in enumerate([*SENTENCES, "我昨天去了北京大学。", "Café ﬁsh 2,000!"])])
         index = retriever_of(memory).prepared(memory.scope).index
-        rows = store_of(memory).read("SELECT level, position, text, text_hash, trace_rowids FROM units")
+        rows = store_of(memory).read("SELECT level, position, text, text_hash, rowids FROM units")
     terms = index.vocabulary.terms
     checked = 0
     for level, position, text, text_hash, rowids in rows:

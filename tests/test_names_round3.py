@@ -187,11 +187,12 @@ def test_check_names_lists_stored_scopes_the_rules_now_refuse(tmp_path):
         store_of(mem).create_api_key(Scope("carol"), "old key")
     conn = sqlite3.connect(db)
     with conn:
-        conn.execute("UPDATE traces SET user_key='bob\u200d' WHERE user_key='bob'")
+        conn.execute("UPDATE traces SET user_key='bob\u200d', scope_key='[\"bob\u200d\",\"\"]'"
+                     " WHERE user_key='bob'")
         conn.execute("UPDATE api_keys SET user_key='car\u00adol'")
-        conn.execute("INSERT INTO traces (user_key, agent_key, session, seq, text, role, recorded_at)"
-                     " SELECT 'ａｌｉｃｅ', agent_key, session, seq, text, role, recorded_at FROM traces"
-                     " WHERE user_key='alice'")
+        conn.execute("INSERT INTO traces (scope_key, user_key, agent_key, session, seq, text, role, recorded_at)"
+                     " SELECT '[\"ａｌｉｃｅ\",\"\"]', 'ａｌｉｃｅ', agent_key, session, seq, text, role, recorded_at"
+                     " FROM traces WHERE user_key='alice'")
     conn.close()
     result = CliRunner().invoke(app, ["check-names", "--db", str(db), "--json"])
     assert result.exit_code == 1, result.output

@@ -66,7 +66,7 @@ def test_traces_with_an_expiry_are_found_through_an_index(tmp_path):
     conn = sqlite3.connect(path)
     plan = conn.execute(
         "EXPLAIN QUERY PLAN SELECT rowid_, json_extract(metadata, '$.expires_at') FROM traces"
-        " WHERE user_key=? AND agent_key=? AND metadata LIKE '%\"expires_at\"%'", ("u", "")).fetchall()
+        " WHERE scope_key=? AND metadata LIKE '%\"expires_at\"%'", ('["u",""]',)).fetchall()
     conn.close()
     assert any("traces_expiring" in str(row) for row in plan)
 

@@ -86,7 +86,8 @@ def golden(tmp_path_factory) -> dict:
             expected[user] = {q: _ids(mem, q) for q in QUERIES}
             assert all(expected[user].values())
     with sqlite3.connect(db) as conn:
-        counts = dict(conn.execute("SELECT user_key, COUNT(*) FROM scope_snapshot_parts GROUP BY user_key"))
+        counts = dict(conn.execute("SELECT json_extract(scope_key, '$[0]'), COUNT(*) FROM scope_snapshot_parts"
+                                   " GROUP BY scope_key"))
     assert counts.get("a") and counts.get("b")
     return {"db": db, "expected": expected}
 
@@ -98,22 +99,28 @@ def damaged(golden, tmp_path) -> Path:
     return path
 
 
+def _key(user: str) -> str:
+    """The ``scope_key`` of user ``user``'s scope (no agent)."""
+    return json.dumps([user, ""], separators=(",", ":"))
+
+
 def _parts(db: Path, user: str = "a") -> dict[str, bytes]:
     with sqlite3.connect(db) as conn:
         return {name: bytes(blob) for name, blob in conn.execute(
-            "SELECT name, blob FROM scope_snapshot_parts WHERE user_key = ?", (user,))}
+            "SELECT name, blob FROM scope_snapshot_parts WHERE scope_key = ?", (_key(user),))}
 
 
 def _head(db: Path, user: str = "a") -> tuple[int, int, str]:
     with sqlite3.connect(db) as conn:
         version, fmt, blob = conn.execute(
-            "SELECT version, format, blob FROM scope_snapshots WHERE user_key = ?", (user,)).fetchone()
+            "SELECT version, format, blob FROM scope_snapshots WHERE scope_key = ?", (_key(user),)).fetchone()
     return int(version), int(fmt), bytes(blob).decode("utf-8")
 
 
 def _put_part(db: Path, name: str, blob: bytes, user: str = "a") -> None:
     with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE scope_snapshot_parts SET blob = ? WHERE user_key = ? AND name = ?", (blob, user, name))
+        conn.execute("UPDATE scope_snapshot_parts SET blob = ?"
+                     " WHERE scope_key = ? AND name = ?", (blob, _key(user), name))
 
 
 def _npy(array: np.ndarray) -> bytes:
@@ -131,8 +138,8 @@ def _reseal(db: Path, user: str = "a") -> None:
     parts.pop(persist.CHECKSUM_PART, None)
     digest = persist.checksum(Scope(user, None), version, fmt, facts, parts)
     with sqlite3.connect(db) as conn:
-        conn.execute("INSERT OR REPLACE INTO scope_snapshot_parts VALUES (?, '', ?, ?)",
-                     (user, persist.CHECKSUM_PART, digest))
+        conn.execute("INSERT OR REPLACE INTO scope_snapshot_parts (scope_key, name, blob) VALUES (?, ?, ?)",
+                     (_key(user), persist.CHECKSUM_PART, digest))
 
 
 def _searches_match(db: Path, golden: dict, user: str = "a") -> int:
@@ -190,7 +197,7 @@ def _hidden_trace_setup(damaged: Path) -> str:
         added = mem.add("Zephyrine the quokka moved into the greenhouse.", session="late", speaker="Eve")
         current = store_of(mem).scope_version(mem.scope)
     with sqlite3.connect(damaged) as conn:
-        conn.execute("UPDATE scope_snapshots SET version = ? WHERE user_key = 'a'", (current,))
+        conn.execute("UPDATE scope_snapshots SET version = ? WHERE scope_key = '[\"a\",\"\"]'", (current,))
     return added
 
 
@@ -209,7 +216,7 @@ def test_a_moved_version_row_with_a_forged_checksum_does_not_hide_a_live_trace(d
     loaded = json.loads(facts)
     loaded["version"] = version  # the facts agree with the forged row
     with sqlite3.connect(damaged) as conn:
-        conn.execute("UPDATE scope_snapshots SET blob = ? WHERE user_key = 'a'",
+        conn.execute("UPDATE scope_snapshots SET blob = ? WHERE scope_key = '[\"a\",\"\"]'",
                      (json.dumps(loaded).encode("utf-8"),))
     _reseal(damaged)
     with Memory(damaged, user="a", config=config()) as mem:
@@ -253,7 +260,7 @@ def _apply(db: Path, d: dict) -> int:
             raw = bytearray(facts.encode("utf-8"))
             raw[int(d["where"] * (len(raw) - 1))] ^= d["byte"]
             with sqlite3.connect(db) as conn:
-                conn.execute("UPDATE scope_snapshots SET blob = ? WHERE user_key = 'a'", (bytes(raw),))
+                conn.execute("UPDATE scope_snapshots SET blob = ? WHERE scope_key = '[\"a\",\"\"]'", (bytes(raw),))
         else:
             raw = bytearray(parts[name])
             raw[int(d["where"] * (len(raw) - 1))] ^= d["byte"]
@@ -270,22 +277,23 @@ def _apply(db: Path, d: dict) -> int:
             return 0  # an empty array stays what it was
     elif kind == "format_row":  # another format's snapshot: stale, rebuilt without a discard
         with sqlite3.connect(db) as conn:
-            conn.execute("UPDATE scope_snapshots SET format = ? WHERE user_key = 'a'", (persist.FORMAT - 1,))
+            conn.execute("UPDATE scope_snapshots SET format = ?"
+                         " WHERE scope_key = '[\"a\",\"\"]'", (persist.FORMAT - 1,))
         return 0
     elif kind in ("format_fact", "version_fact"):
         _, _, facts = _head(db)
         loaded = json.loads(facts)
         loaded["format" if kind == "format_fact" else "version"] += 1 if d["byte"] % 2 else -1
         with sqlite3.connect(db) as conn:
-            conn.execute("UPDATE scope_snapshots SET blob = ? WHERE user_key = 'a'",
+            conn.execute("UPDATE scope_snapshots SET blob = ? WHERE scope_key = '[\"a\",\"\"]'",
                          (json.dumps(loaded).encode("utf-8"),))
     elif kind in ("other_scope", "other_scope_resealed"):
         with sqlite3.connect(db) as conn:
-            conn.execute("DELETE FROM scope_snapshot_parts WHERE user_key = 'a'")
-            conn.execute("INSERT INTO scope_snapshot_parts SELECT 'a', agent_key, name, blob"
-                         " FROM scope_snapshot_parts WHERE user_key = 'b'")
+            conn.execute("DELETE FROM scope_snapshot_parts WHERE scope_key = '[\"a\",\"\"]'")
+            conn.execute("INSERT INTO scope_snapshot_parts SELECT '[\"a\",\"\"]', name, blob"
+                         " FROM scope_snapshot_parts WHERE scope_key = '[\"b\",\"\"]'")
             conn.execute("UPDATE scope_snapshots SET (version, blob) = (SELECT version, blob FROM scope_snapshots"
-                         " WHERE user_key = 'b') WHERE user_key = 'a'")
+                         " WHERE scope_key = '[\"b\",\"\"]') WHERE scope_key = '[\"a\",\"\"]'")
         if kind == "other_scope_resealed":
             _reseal(db)
     else:  # forged_id: one id out of range, the checksum recomputed
@@ -380,5 +388,5 @@ def test_facts_that_are_not_utf8_are_discarded_not_raised(golden, damaged):
     raw = bytearray(facts.encode("utf-8"))
     raw[10] = 0xD5  # a lead byte followed by ASCII: invalid UTF-8
     with sqlite3.connect(damaged) as conn:
-        conn.execute("UPDATE scope_snapshots SET blob = ? WHERE user_key = 'a'", (bytes(raw),))
+        conn.execute("UPDATE scope_snapshots SET blob = ? WHERE scope_key = '[\"a\",\"\"]'", (bytes(raw),))
     assert _searches_match(damaged, golden) == 1

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 
 from internals import indexer_of, store_of
-from zeromem import Memory, StoreError
+from zeromem import Memory, Scope, StoreError
 from zeromem.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
 
 
@@ -85,3 +87,65 @@ def test_a_version_2_file_re_derives_only_the_sessions_whose_segmentation_change
     with Memory(db_path) as mem:
         assert indexer_of(mem).pending_sessions(mem.scope) == ["pictures"]
     assert _user_version(db_path) == SCHEMA_VERSION
+
+
+FIXTURE = Path(__file__).parent / "fixtures" / "schema9_store.db"
+
+
+def _rows(path: Path, sql: str) -> list[tuple]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_file_of_the_previous_release_migrates_to_scope_keys_keeping_every_row(tmp_path):
+    """tests/fixtures/schema9_store.db was written by the release before scope keys (schema 9,
+    tests/fixtures/make_schema9_store.py): its traces, history, keys, derived rows and id
+    counters all come through, and search reads its derived rows without deriving again."""
+    db = tmp_path / "old.db"
+    shutil.copy(FIXTURE, db)
+    before = {table: _rows(db, f"SELECT COUNT(*) FROM {table}")[0][0]
+              for table in ("traces", "trace_history", "units", "unit_vectors", "unit_mentions", "entity_vectors",
+                            "session_changes", "scope_versions", "trace_signals", "api_keys", "store_meta")}
+    counters = dict(_rows(db, "SELECT name, seq FROM sqlite_sequence"))
+    assert _user_version(db) == 9 and before["units"] and before["unit_mentions"] and before["trace_signals"]
+    with Memory(db, user="ana") as mem:
+        assert _user_version(db) == SCHEMA_VERSION
+        assert [t.text for t in mem.list()] == [
+            "ana moved to Lisbon in May 2023 with her dog Rex.", "ana started a pottery class on Tuesdays.",
+            "The class meets near the old bridge.", "Temporary note"]
+        assert [t.session for t in mem.list(user="bo", agent="helper")] == ["s1", "s2", "s2", "s3"]
+        old = mem.list()[2]
+        assert [e.event for e in mem.history(old.id)] == ["add", "update"]
+        assert [k.scope for k in store_of(mem).api_keys()] == [Scope("ana")]
+        assert indexer_of(mem).pending_sessions(mem.scope) == []  # derived rows kept, found by scope_key
+        # What the previous release answers on this file (its code, on a copy of the fixture).
+        assert [e.text for e in mem.search("where does the pottery class meet", k=3)] == [
+            "ana started a pottery class on Tuesdays.", "The class meets near the old bridge."]
+        assert _rows(db, "SELECT COUNT(*) FROM dirty_sessions") == [(0,)]
+        after = {table: _rows(db, f"SELECT COUNT(*) FROM {table}")[0][0] for table in before}
+        assert after == before
+        assert dict(_rows(db, "SELECT name, seq FROM sqlite_sequence")) == counters  # no id handed out twice
+        new = mem.add("a new trace", session="s4")
+        assert store_of(mem).ids.parse(new) == counters["traces"] + 1
+    assert _rows(db, "PRAGMA foreign_key_check") == [] and _rows(db, "PRAGMA integrity_check") == [("ok",)]
+    keys = {k for (k,) in _rows(db, "SELECT scope_key FROM units UNION SELECT scope_key FROM scope_versions"
+                                    " UNION SELECT scope_key FROM unit_mentions"
+                                    " UNION SELECT scope_key FROM trace_history")}
+    assert keys == {'["ana",""]', '["bo","helper"]'}
+
+
+def test_a_migration_that_fails_changes_nothing(tmp_path):
+    """Each step is one transaction: a file the v10 step cannot rewrite stays at version 9."""
+    db = tmp_path / "old.db"
+    shutil.copy(FIXTURE, db)
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE units_new (x)")  # the name the step needs is taken
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError):
+        Memory(db)
+    assert _user_version(db) == 9
+    assert _rows(db, "SELECT COUNT(*) FROM units") == [(16,)]

@@ -71,20 +71,22 @@ def _npy(array: np.ndarray) -> bytes:
 
 def _reseal(conn: sqlite3.Connection, user: str) -> None:
     """Recompute scope ``user``'s checksum over its rows as they are: what a forger does."""
-    version, fmt, facts = conn.execute("SELECT version, format, blob FROM scope_snapshots WHERE user_key = ?",
-                                       (user,)).fetchone()
+    key = json.dumps([user, ""], ensure_ascii=False, separators=(",", ":"))  # its scope_key (checks.scope_json)
+    version, fmt, facts = conn.execute("SELECT version, format, blob FROM scope_snapshots WHERE scope_key = ?",
+                                       (key,)).fetchone()
     parts = {name: bytes(blob) for name, blob in conn.execute(
-        "SELECT name, blob FROM scope_snapshot_parts WHERE user_key = ? AND name != ?", (user, persist.CHECKSUM_PART))}
+        "SELECT name, blob FROM scope_snapshot_parts WHERE scope_key = ? AND name != ?", (key, persist.CHECKSUM_PART))}
     digest = persist.checksum(Scope(user, None), int(version), int(fmt), bytes(facts).decode("utf-8"), parts)
-    conn.execute("UPDATE scope_snapshot_parts SET blob = ? WHERE user_key = ? AND name = ?",
-                 (digest, user, persist.CHECKSUM_PART))
+    conn.execute("UPDATE scope_snapshot_parts SET blob = ? WHERE scope_key = ? AND name = ?",
+                 (digest, key, persist.CHECKSUM_PART))
 
 
 def apply_damage(db: Path, case: dict[str, Any]) -> int:
     """Damage scope ``a``'s snapshot in ``db`` as ``case`` says; returns the discards it calls for."""
     kind = case["kind"]
     with sqlite3.connect(db) as conn:
-        parts = dict(conn.execute("SELECT name, blob FROM scope_snapshot_parts WHERE user_key = 'a' AND name != ?",
+        parts = dict(conn.execute("SELECT name, blob FROM scope_snapshot_parts"
+                                  " WHERE scope_key = '[\"a\",\"\"]' AND name != ?",
                                   (persist.CHECKSUM_PART,)))
         names = sorted(parts)
         name = case["name"] if kind == "forged_id" else names[case["part"] % len(names)]
@@ -92,11 +94,13 @@ def apply_damage(db: Path, case: dict[str, Any]) -> int:
         where = case["where"]
 
         def put(data: bytes) -> None:
-            conn.execute("UPDATE scope_snapshot_parts SET blob = ? WHERE user_key = 'a' AND name = ?", (data, name))
+            conn.execute("UPDATE scope_snapshot_parts SET blob = ?"
+                         " WHERE scope_key = '[\"a\",\"\"]' AND name = ?", (data, name))
 
         def facts(change: Any) -> None:
-            text = bytes(conn.execute("SELECT blob FROM scope_snapshots WHERE user_key = 'a'").fetchone()[0])
-            conn.execute("UPDATE scope_snapshots SET blob = ? WHERE user_key = 'a'", (change(text),))
+            text = bytes(conn.execute("SELECT blob FROM scope_snapshots"
+                                      " WHERE scope_key = '[\"a\",\"\"]'").fetchone()[0])
+            conn.execute("UPDATE scope_snapshots SET blob = ? WHERE scope_key = '[\"a\",\"\"]'", (change(text),))
 
         if kind == "flip":
             raw = bytearray(blob)
@@ -116,7 +120,7 @@ def apply_damage(db: Path, case: dict[str, Any]) -> int:
                 return 0
             put(_npy(array[:-1] if case["byte"] % 2 else np.concatenate([array, array[:1]])))
         elif kind == "format_row":
-            conn.execute("UPDATE scope_snapshots SET format = format - 1 WHERE user_key = 'a'")
+            conn.execute("UPDATE scope_snapshots SET format = format - 1 WHERE scope_key = '[\"a\",\"\"]'")
             return 0
         elif kind in ("format_fact", "version_fact"):
             key = "format" if kind == "format_fact" else "version"
@@ -127,11 +131,11 @@ def apply_damage(db: Path, case: dict[str, Any]) -> int:
                 return json.dumps(loaded).encode("utf-8")
             facts(bump)
         elif kind in ("other_scope", "other_scope_resealed"):
-            conn.execute("DELETE FROM scope_snapshot_parts WHERE user_key = 'a'")
-            conn.execute("INSERT INTO scope_snapshot_parts SELECT 'a', agent_key, name, blob"
-                         " FROM scope_snapshot_parts WHERE user_key = 'b'")
+            conn.execute("DELETE FROM scope_snapshot_parts WHERE scope_key = '[\"a\",\"\"]'")
+            conn.execute("INSERT INTO scope_snapshot_parts SELECT '[\"a\",\"\"]', name, blob"
+                         " FROM scope_snapshot_parts WHERE scope_key = '[\"b\",\"\"]'")
             conn.execute("UPDATE scope_snapshots SET (version, blob) = (SELECT version, blob FROM scope_snapshots"
-                         " WHERE user_key = 'b') WHERE user_key = 'a'")
+                         " WHERE scope_key = '[\"b\",\"\"]') WHERE scope_key = '[\"a\",\"\"]'")
             if kind == "other_scope_resealed":
                 _reseal(conn, "a")
         else:  # forged_id

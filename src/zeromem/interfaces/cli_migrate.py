@@ -75,7 +75,7 @@ def _distribute(url: str, as_json: bool) -> None:
         raise InvalidInput("--citus names the Citus coordinator's database (postgresql://user@host:port/db)")
     open_store(url).close()  # the schema at its current version (and the URL checked)
     with open_store(url) as store:
-        before = store.placement()  # type: ignore[attr-defined]
+        before = store.placement()
     try:
         with psycopg.connect(url, autocommit=True) as conn:
             if not citus_installed(conn):
@@ -88,7 +88,7 @@ def _distribute(url: str, as_json: bool) -> None:
     except psycopg.Error as exc:
         raise StoreError(f"distributing {redact_url(url)} failed: {str(exc).strip().splitlines()[0]}") from None
     with open_store(url) as store:
-        after = store.placement()  # type: ignore[attr-defined]
+        after = store.placement()
     report = {"store": redact_url(url), "already_distributed": before is not None, "steps": steps,
               "placement": after}
     if as_json:

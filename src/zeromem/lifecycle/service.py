@@ -25,6 +25,7 @@ from ..encoders.token_count import count_budget_tokens
 from ..errors import InvalidInput, StoreError
 from ..indexes.units import UnitDraft, split_sentences, turn_text
 from ..store import validate
+from ..store.base import StoreBase
 from ..store.dates import utc_key
 from ..types import Scope, Trace
 from .active import ActiveMemory, Candidate, entry_line, select_active
@@ -58,7 +59,7 @@ def check_lifecycle_metadata(metadata: Any) -> None:
 class Lifecycle:
     """Signals, survival scores and active memory for the scopes of one store."""
 
-    def __init__(self, store: Any, encoders: Callable[[], Any], law: SurvivalLaw | None = None) -> None:
+    def __init__(self, store: StoreBase, encoders: Callable[[], Any], law: SurvivalLaw | None = None) -> None:
         self.store = store
         self._encoders = encoders
         self.law = law or SurvivalLaw()

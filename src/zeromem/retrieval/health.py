@@ -12,6 +12,7 @@ from typing import Any
 
 from ..encoders.bundle import EMBEDDER, NER
 from ..results import Health, IndexCacheStats
+from ..store.base import StoreBase
 from ..types import Scope
 from .engine import DENSE, GRAPH
 
@@ -41,7 +42,7 @@ def degraded(failed: dict[str, str], waiting_for_ner: int) -> tuple[set[str], li
     return skip, notes
 
 
-def health(store: Any, encoders: Any, scope: Scope, index_cache: IndexCacheStats,
+def health(store: StoreBase, encoders: Any, scope: Scope, index_cache: IndexCacheStats,
            snapshots_discarded: int = 0) -> Health:
     """See ``Memory.health``."""
     try:

@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import InvalidInput
 from ..lifecycle.service import expired_rowids
 from ..store import validate
+from ..store.base import StoreBase
 from ..store.dates import to_utc
 from ..types import Scope
 
@@ -34,7 +35,7 @@ class SearchRequest:
     asked_on: dt.date | None = None  # what "yesterday" and "last week" count from
 
 
-def search_request(store: Any, scope: Scope, query: Any, *, k: Any, session: Any, as_of: Any,
+def search_request(store: StoreBase, scope: Scope, query: Any, *, k: Any, session: Any, as_of: Any,
                    filters: dict[str, Any] | None, now: Any = None,
                    expiring: Callable[[Scope], dict[int, Any]] | None = None) -> SearchRequest:
     """The checked request; reads the store for ``filters`` and expiry only (``expiring``:

@@ -19,6 +19,7 @@ import numpy as np
 from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, EncoderFailure
 from ..results import Health, IndexCacheStats
+from ..store.base import StoreBase
 from ..types import Evidence, Scope
 from . import health
 from .context import render_evidence
@@ -30,7 +31,7 @@ from .scopes import ScopeIndexes
 
 
 class Retriever:
-    def __init__(self, store: Any, indexer: Any, encoders: Any, config: RetrievalConfig,
+    def __init__(self, store: StoreBase, indexer: Any, encoders: Any, config: RetrievalConfig,
                  cache_bytes: int = 1024 << 20) -> None:
         self.store = store
         self.encoders = encoders

@@ -34,6 +34,7 @@ from ..indexes.held import HeldUnits
 from ..indexes.scope_index import ScopeIndex
 from ..indexes.stored import session_batches
 from ..results import IndexCacheStats
+from ..store.base import StoreBase
 from ..store.fingerprint import check_fingerprint
 from ..types import Scope
 from . import snapshots
@@ -53,7 +54,7 @@ LOCK_STRIPES = 256
 class ScopeIndexes:
     """The prepared indexes of the scopes this process searched most recently."""
 
-    def __init__(self, store: Any, indexer: Any, encoders: Any, config: RetrievalConfig,
+    def __init__(self, store: StoreBase, indexer: Any, encoders: Any, config: RetrievalConfig,
                  cache_bytes: int = 1024 << 20) -> None:
         self.store = store
         self.indexer = indexer

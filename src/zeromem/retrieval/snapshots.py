@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-from typing import Any
 
 from ..config import RetrievalConfig
+from ..store.base import StoreBase
 from ..types import Scope
 from . import persist
 from .persist_checks import SnapshotRejected, check_traces
@@ -27,7 +27,7 @@ from .prepared import PreparedScope
 RESAVE_MIN_CHANGES = 16
 
 
-def load(store: Any, scope: Scope) -> PreparedScope | None:
+def load(store: StoreBase, scope: Scope) -> PreparedScope | None:
     """The scope's persisted index, if it has one of this format; raises
     ``persist.SnapshotRejected`` (nothing else) when the stored one must not be used: its
     checksum or bounds checks fail, it does not hold the traces the store holds outside the
@@ -55,7 +55,7 @@ def load(store: Any, scope: Scope) -> PreparedScope | None:
     return prep
 
 
-def save(store: Any, scope: Scope, prep: PreparedScope, config: RetrievalConfig, *, force: bool = False) -> bool:
+def save(store: StoreBase, scope: Scope, prep: PreparedScope, config: RetrievalConfig, *, force: bool = False) -> bool:
     """Persist ``prep`` when it is large and has changed enough since it was last persisted
     (or always, with ``force``); returns whether it was written."""
     if prep.n_live == 0:

@@ -3,6 +3,7 @@ scopes, flags, ``list`` filters and ``store_meta`` keys and values."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -92,14 +93,14 @@ VERSION_FLOOR_KEY = "scope_version_floor"
 def check_meta_write(key: Any) -> str:
     """A ``store_meta`` key that may be written or removed: any but the trace id key, which is
     made once with the store (changing it would change every id), and the version floor."""
-    key = check_meta_key(key)
-    if key == ID_KEY:
+    checked = check_meta_key(key)
+    if checked == ID_KEY:
         raise InvalidInput(f"store_meta key {ID_KEY!r} is the store's trace id key: it cannot be "
                            "changed or removed (every trace id depends on it)")
-    if key == VERSION_FLOOR_KEY:
+    if checked == VERSION_FLOOR_KEY:
         raise InvalidInput(f"store_meta key {VERSION_FLOOR_KEY!r} is kept by delete_scope: it cannot "
                            "be changed or removed (in-memory indexes of other processes rely on it)")
-    return key
+    return checked
 
 
 def id_codec(key_hex: str | None, path: str) -> TraceIdCodec:
@@ -131,5 +132,13 @@ def scope_meta_key(prefix: str, scope: Scope) -> str:
 
 
 def scope_meta_suffix(scope: Scope) -> str:
-    """What follows the first ``:`` in every per-scope ``store_meta`` key of ``scope``."""
-    return json.dumps(list(scope_key(scope)), ensure_ascii=False, separators=(",", ":"))
+    """What follows the first ``:`` in every per-scope ``store_meta`` key of ``scope``: its
+    ``scope_key`` (``scope_json``)."""
+    return scope_json(*scope_key(scope))
+
+
+@functools.lru_cache(maxsize=4096)  # every scoped call makes it; few scopes per process
+def scope_json(user: str, agent: str) -> str:
+    """The ``scope_key`` column of both SQL stores: ``(user, agent)`` as compact JSON,
+    ``["ana",""]`` (no two scopes share one, whatever characters their ids hold)."""
+    return json.dumps([user, agent], ensure_ascii=False, separators=(",", ":"))

@@ -14,6 +14,7 @@ import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..types import Scope
 from . import validate
@@ -48,7 +49,7 @@ class NameReport:
     def clean(self) -> bool:
         return not self.findings
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"scopes": self.scopes, "keys": self.keys, "clean": self.clean, "rules": list(self.rules),
                 "findings": [{"user": f.user, "agent": f.agent, "where": f.where, "problem": f.problem}
                              for f in self.findings]}

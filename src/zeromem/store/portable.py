@@ -46,7 +46,7 @@ from .base import StoreBase, TraceDraft
 from .checks import check_flag, scope_key
 from .ids import EXAMPLE, TraceIdCodec
 from .roles.portable import ExportRows, Restored, RestoredEvent, RestoredTombstone, RestoredTrace
-from .rows import dump_attachments, dump_metadata, load_json
+from .rows import dump_attachments, dump_metadata, load_json, to_trace
 
 FORMAT = "zeromem-export"
 VERSION = 1
@@ -179,13 +179,12 @@ def _records(rows: ExportRows, codec: TraceIdCodec) -> Iterator[dict[str, Any]]:
 
 
 def _trace_record(row: tuple[Any, ...], codec: TraceIdCodec) -> dict[str, Any]:
-    (rowid, text, user, agent, session, has_session, session_time, speaker, role, event_time,
-     recorded_at, seq, source_id, metadata, attachments, version) = row
-    return {"kind": "trace", "id": codec.format(int(rowid)), "user": user or None, "agent": agent or None,
-            "session": session if has_session else None, "session_time": session_time, "speaker": speaker,
-            "role": role, "event_time": event_time, "recorded_at": recorded_at, "seq": int(seq),
-            "source_id": source_id, "text": text, "metadata": json.loads(metadata),
-            "attachments": json.loads(attachments), "version": int(version)}
+    trace = to_trace(row, codec)
+    return {"kind": "trace", "id": trace.id, "user": trace.user, "agent": trace.agent, "session": trace.session,
+            "session_time": trace.session_time, "speaker": trace.speaker, "role": trace.role,
+            "event_time": trace.event_time, "recorded_at": trace.recorded_at, "seq": int(trace.seq),
+            "source_id": trace.source_id, "text": trace.text, "metadata": trace.metadata,
+            "attachments": list(trace.attachments), "version": int(trace.version)}
 
 
 def write_export(lines: Iterable[str], path: str | Path) -> dict[str, Any]:
@@ -225,7 +224,6 @@ def end_counts(line: str) -> dict[str, Any]:
 # -- import ------------------------------------------------------------------------------------
 @dataclass(slots=True)
 class _Header:
-    all_scopes: bool
     scope: tuple[str, str] | None
     history: bool
     codec: TraceIdCodec | None
@@ -377,7 +375,7 @@ def _read_header(record: dict[str, Any], name: str) -> _Header:
         last_row = _int(last_row, "last_row", where)
     elif last_row is not None:
         raise InvalidInput(f"{where}: last_row comes with id_key; without the key it is null")
-    return _Header(all_scopes, scope, history, codec, key, last_row or 0, written_by)
+    return _Header(scope, history, codec, key, last_row or 0, written_by)
 
 
 class _Reader:

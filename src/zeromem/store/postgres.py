@@ -51,37 +51,22 @@ from psycopg import errors as pg_errors
 from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..errors import InvalidInput, NotFound, StoreError
-from ..types import Scope, Trace
+from ..errors import InvalidInput, StoreError
+from ..types import Scope
+from . import derived, validate
 from . import postgres_derived as pgd
 from . import postgres_portable as pgp
-from . import validate
-from .checks import (
-    DEFAULT_LOCK_TIMEOUT_S,
-    check_flag,
-    check_lock_timeout,
-    clean_list_filters,
-    id_codec,
-    not_found_message,
-    scope_key,
-    scope_meta_suffix,
-)
+from .checks import DEFAULT_LOCK_TIMEOUT_S, check_flag, check_lock_timeout, id_codec
 from .dates import utc_key
-from .ids import ID_KEY, TraceIdCodec
+from .dialect import Dialect, Run
+from .ids import ID_KEY
+from .postgres_derived import PgRun, PostgresDialect
 from .postgres_schema import SNAPSHOT_CHUNK, migrate
 from .receipts import DeleteReceipt, make_receipt, retained_identifiers
-from .roles import CleanDraft, DerivedUnit, ExportRows, HeldRows, Replacing, Restored, TraceDraft
-from .rows import (
-    COLUMNS,
-    dump_attachments,
-    dump_metadata,
-    no_session_message,
-    now,
-    number_drafts,
-    session_name,
-    to_trace,
-)
-from .sqlstore import Run, SQLStore, T
+from .roles import CleanDraft, ExportRows, Restored, TraceDraft
+from .roles.portable import RestoredEvent, RestoredTombstone, RestoredTrace
+from .rows import dump_attachments, dump_metadata, number_drafts
+from .sqlstore import SQLStore, T
 from .urls import redact_url
 
 __all__ = ["PostgresStore", "redact_url"]
@@ -91,9 +76,9 @@ _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 _TIME = "COALESCE(event_time, session_time, recorded_at)"
 # That time as a UTC instant (timestamp without zone): stored times keep their offset, which
 # text comparison ignores; a time without one counts as UTC (store/dates.py, utc_key).
-_TIME_UTC = (f"(CASE WHEN {_TIME} ~ '[+-][0-9][0-9]:[0-9][0-9](:[0-9][0-9])?$'"
+_TIME_UTC = (f"(CASE WHEN {_TIME} ~ '[+-][0-9][0-9]:[0-9][0-9](:[0-9][0-9]){{0,1}}$'"
              f" THEN ({_TIME})::timestamptz AT TIME ZONE 'UTC' ELSE ({_TIME})::timestamp END)")
-ALL_SCOPES = "/* all-scopes */ "  # marks the statements that read across scopes on purpose
+ALL_SCOPES = PostgresDialect.all_scopes
 DEFAULT_POOL_SIZE = 8
 # What a receipt says PostgreSQL may still hold after an erasure (see the module docstring).
 # A plain VACUUM (or autovacuum) only marks the space of dead tuples reusable: the bytes stay
@@ -129,7 +114,7 @@ class PostgresStore(SQLStore):
             raise StoreError(f"cannot connect to {self.path}: {_first_line(exc)}") from None
         try:
             migrate(first)
-            pgd.ensure_version_floor(first)
+            pgd.ensure_version_floor(PgRun(first))
             oid, array_oid = _one(first.execute("SELECT 'vector'::regtype::oid, 'vector[]'::regtype::oid"))
             self._vector = TypeInfo("vector", int(oid), int(array_oid))
             key = first.execute("SELECT value FROM store_meta WHERE key = %s", (ID_KEY,)).fetchone()
@@ -179,25 +164,26 @@ class PostgresStore(SQLStore):
             raise StoreError(f"{what} failed on {self.path}: {_first_line(exc)}") from None
 
     # -- SQLStore's hooks ---------------------------------------------------------------
-    _ALL_SCOPES = ALL_SCOPES
-    _SESSION_OF_SCOPE = "(scope_key, session)"
+    dialect: Dialect = PostgresDialect()
+    _LOCK_ROW = " FOR UPDATE"  # two processes saving a scope's index at once take turns
 
-    def _scoped(self, scope: Scope, alias: str = "") -> tuple[str, tuple[str, ...]]:
-        return f"{alias + '.' if alias else ''}scope_key = ?", (self._scope(scope),)
-
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[tuple]:
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[tuple[Any, ...]]:
         return self._read(sql.replace("?", "%s"), params)
 
+    def _reading(self, fn: Callable[[Run], T]) -> T:
+        with self._connection("read") as conn:
+            return fn(PgRun(conn))
+
     def _transact(self, fn: Callable[[Run], T]) -> T:
-        return self._write(lambda conn: fn(_Runner(conn)))
+        return self._write(lambda conn: fn(PgRun(conn)))
 
     def _consistent(self, fn: Callable[[Run], T]) -> T:
-        return self._snapshot(lambda conn: fn(_Runner(conn)))
+        return self._snapshot(lambda conn: fn(PgRun(conn)))
 
     def _check_storable(self, value: str | None, field: str) -> None:
         _no_nul(value, field)
 
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[tuple]:
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[tuple[Any, ...]]:
         with self._connection("read") as conn:
             return conn.execute(sql, params).fetchall()
 
@@ -223,12 +209,6 @@ class PostgresStore(SQLStore):
                     raise StoreError(f"{exc}; nothing was changed") from None
         raise StoreError(f"write failed on {self.path}")  # pragma: no cover - loop always returns
 
-    def _scope(self, scope: Scope) -> str:
-        """The scope's ``scope_key`` (JSON of (user, agent)), after the interface's checks."""
-        user, agent = scope_key(scope)
-        _no_nul(user, "user")
-        _no_nul(agent, "agent")
-        return scope_meta_suffix(scope)
 
     def clean(self, draft: TraceDraft) -> CleanDraft:
         """The interface's checks, then PostgreSQL's own: no NUL character in any text."""
@@ -239,76 +219,11 @@ class PostgresStore(SQLStore):
             _no_nul(item, "attachment")
         return out
 
-    # -- derived rows (DerivedStoreBase; the SQL is in postgres_derived.py) -----------------
-    def dirty_sessions(self, scope: Scope) -> builtins.list[str]:
-        key = self._scope(scope)
-        with self._connection("read") as conn:
-            return pgd.dirty_sessions(conn, key)
-
-    def reset_derived(self, scope: Scope) -> None:
-        key = self._scope(scope)
-        self._write(lambda conn: pgd.reset_derived(conn, key))
-
-    def stored_encodings(self, scope: Scope, text_hashes: Sequence[str], sessions: Sequence[str] = ()
-                         ) -> tuple[dict[str, bytes], dict[str, builtins.list[tuple]]]:
-        key = self._scope(scope)
-        return self._snapshot(lambda conn: pgd.stored_encodings(conn, key, text_hashes, sessions))
-
-    def entities_with_vectors(self, scope: Scope, names: Sequence[str]) -> set[str]:
-        key = self._scope(scope)
-        with self._connection("read") as conn:
-            return pgd.entities_with_vectors(conn, key, names)
-
-    def commit_session(self, scope: Scope, session: str, expected: Sequence[tuple[int, int]],
-                       units: Sequence[DerivedUnit], entity_vectors: dict[str, bytes],
-                       replacing: Replacing | None = None) -> int | None:
-        key = self._scope(scope)
-        try:
-            return self._write(
-                lambda conn: pgd.commit_session(conn, key, session, expected, units, entity_vectors, replacing))
-        except pgd.Stale:
-            return None
-
-    def turn_vectors(self, scope: Scope, session: str) -> dict[int, bytes]:
-        key = self._scope(scope)
-        with self._connection("read") as conn:
-            return pgd.turn_vectors(conn, key, session)
-
-    def trace_entities(self, scope: Scope, rowid: int, limit: int = 20
-                       ) -> tuple[builtins.list[tuple[str, str, str, int, int]],
-                                  builtins.list[tuple[int, builtins.list[str]]]]:
-        key = self._scope(scope)
-        return self._snapshot(lambda conn: pgd.trace_entities(conn, key, rowid, limit))
-
-    def add_encoder_timings(self, seconds: dict[str, float], items: dict[str, int]) -> None:
-        self._write(lambda conn: pgd.add_encoder_timings(conn, seconds, items))
-
-    def trace_signals(self, scope: Scope, *, missing_only: bool = False,
-                      rowids: Sequence[int] | None = None) -> dict[int, str | None]:
-        key = self._scope(scope)
-        return self._snapshot(lambda conn: pgd.trace_signals(conn, key, missing_only=missing_only, rowids=rowids))
-
-    def expiring(self, scope: Scope) -> dict[int, Any]:
-        key = self._scope(scope)
-        return self._snapshot(lambda conn: pgd.expiring(conn, key))
-
-    def put_signals(self, scope: Scope, rows: Sequence[tuple[int, int, str]]) -> None:
-        key = self._scope(scope)
-        self._write(lambda conn: pgd.put_signals(conn, key, rows))
-
-    def read_changes(self, scope: Scope, since: int, known_entities: set[str],
-                     held: HeldRows | None = None) -> dict:
-        """What an in-memory index at version ``since`` lacks, read in one repeatable-read
-        transaction (one consistent version of the scope); see ``derived.read_changes``."""
-        key = self._scope(scope)
-        out = self._snapshot(lambda conn: pgd.read_changes(conn, key, since, known_entities, COLUMNS, held))
-        out["traces"] = [(row[0], to_trace(row, self.ids)) for row in out["traces"]]
-        return out
 
     def _snapshot_parts(self, run: Run, where: str, params: Sequence[Any]) -> dict[str, bytes]:
         """The arrays' chunks streamed one row at a time, in binary (no hex text twice the size;
         see ``SNAPSHOT_CHUNK``), each array joined as soon as its last chunk arrived."""
-        rows = cast(_Runner, run).stream(
+        rows = cast(PgRun, run).stream(
             f"SELECT name, blob FROM scope_snapshot_parts WHERE {where} ORDER BY name, chunk", params)
         parts: dict[str, bytes] = {}
         for name, chunks in itertools.groupby(rows, key=operator.itemgetter(0)):
@@ -316,158 +231,60 @@ class PostgresStore(SQLStore):
             parts[name] = blobs[0] if len(blobs) == 1 else b"".join(blobs)
         return parts
 
-    def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes],
-                      format: int = 1) -> None:
-        """Replace the scope's persisted index (derived, disposable) in one transaction; nothing
-        is written for an index older than the scope's last wipe (see the base)."""
-        key = self._scope(scope)
 
-        def body(conn: psycopg.Connection) -> None:
-            # Two processes saving the same scope at once take turns on its version row.
-            row = conn.execute("SELECT reset_version FROM scope_versions WHERE scope_key = %s FOR UPDATE",
-                               (key,)).fetchone()
-            if (version > 0) if row is None else int(row[0]) > version:
-                return  # older than the last wipe; no row: the scope was deleted
-            conn.execute("DELETE FROM scope_snapshot_parts WHERE scope_key = %s", (key,))
-            for name, blob in sorted(parts.items()):
-                # One row per chunk, sent one at a time: no message larger than a chunk (v4).
-                view = memoryview(blob)
-                for chunk, start in enumerate(range(0, max(1, len(view)), SNAPSHOT_CHUNK)):
-                    conn.execute("INSERT INTO scope_snapshot_parts (scope_key, name, chunk, blob)"
-                                 " VALUES (%s, %s, %s, %s)", (key, name, chunk, view[start:start + SNAPSHOT_CHUNK]))
-            conn.execute(
-                "INSERT INTO scope_snapshots (scope_key, version, format, blob) VALUES (%s, %s, %s, %s)"
-                " ON CONFLICT (scope_key) DO UPDATE SET version = excluded.version,"
-                " format = excluded.format, blob = excluded.blob",
-                (key, version, format, facts.encode("utf-8")))
+    def _insert_parts(self, run: Run, key: str, parts: dict[str, bytes]) -> None:
+        """One row per chunk, sent one at a time: no message larger than a chunk (schema v4)."""
+        for name, blob in sorted(parts.items()):
+            view = memoryview(blob)
+            for chunk, start in enumerate(range(0, max(1, len(view)), SNAPSHOT_CHUNK)):
+                run("INSERT INTO scope_snapshot_parts (scope_key, name, chunk, blob) VALUES (?, ?, ?, ?)",
+                    (key, name, chunk, view[start:start + SNAPSHOT_CHUNK]))
 
-        self._write(body)
+    def _insert(self, run: Run, drafts: Sequence[CleanDraft], key: str, user: str, agent: str,
+                stamp: str) -> builtins.list[str]:
+        """With COPY: ids from the sequence first, then every row in one stream per table."""
+        conn = cast(PgRun, run).conn
+        implicit = sorted({d.session for d in drafts if d.seq is None})
+        stored: dict[str, int] = {}
+        if implicit:
+            stored = {s: int(top) for s, top in run(
+                "SELECT session, MAX(seq) FROM traces WHERE scope_key = ? AND session = ANY(?) GROUP BY session",
+                (key, implicit))}
+        ids = pgd.allocate(run, "zeromem_trace_ids", len(drafts))
+        cur = conn.cursor()
+        seqs = number_drafts(drafts, lambda session: stored.get(session, -1))
+        metas = [dump_metadata(item.metadata) for item in drafts]
+        with cur.copy("COPY traces (scope_key, rowid_, user_key, agent_key, session, seq, text, speaker,"
+                      " role, session_time, event_time, recorded_at, source_id, metadata, attachments,"
+                      " has_session) FROM STDIN") as copy:
+            for rowid, item, seq, meta in zip(ids, drafts, seqs, metas):
+                copy.write_row((key, rowid, user, agent, item.session, seq, item.text, item.speaker, item.role,
+                                item.session_time, item.event_time, stamp, item.source_id, meta,
+                                dump_attachments(item.attachments), item.has_session))
+        with cur.copy("COPY trace_history (scope_key, trace_rowid, event, at, new_text, new_metadata)"
+                      " FROM STDIN") as copy:
+            for rowid, item, meta in zip(ids, drafts, metas):
+                copy.write_row((key, rowid, "add", stamp, item.text, meta))
+        derived.mark_dirty(run, key, sorted({d.session for d in drafts}))
+        return [self.ids.format(rowid) for rowid in ids]
 
-    # -- writes -------------------------------------------------------------------------
-    def add_batches(self, batches: Sequence[tuple[Sequence[TraceDraft], Scope]]) -> builtins.list[builtins.list[str]]:
-        """Check every draft of every batch first, then store all of them in one transaction."""
-        cleaned = self.clean_batches(batches)
-        keyed = []
-        for number, (drafts, (user, agent)) in enumerate(cleaned):
-            try:
-                key = self._scope(Scope(user or None, agent or None))
-            except InvalidInput as exc:
-                prefix = f"batch #{number}, " if len(cleaned) > 1 else ""
-                raise InvalidInput(f"{prefix}{exc}") from None
-            keyed.append((drafts, key, user, agent))
-        if not any(drafts for drafts, *_ in keyed):
-            return [[] for _ in keyed]
-        stamp = now()
+    def _receipt(self, kind: str, trace_ids: Sequence[str], counts: Counter[str], *,
+                 erased: bool, scope: Scope) -> DeleteReceipt:
+        """No secure_delete, no checkpoint; what the server keeps (RETAINED)."""
+        retained = retained_identifiers(kind, erased, self._scope_keys(scope))
+        if erased:
+            retained = [*RETAINED, *retained]
+        return make_receipt(kind, trace_ids, counts, history_text_purged=erased, secure_delete=False,
+                            checkpointed=False, retained=retained)
 
-        def body(conn: psycopg.Connection) -> builtins.list[builtins.list[str]]:
-            # Lock every touched scope first, in one order: no two batches deadlock.
-            for key in sorted({key for drafts, key, *_ in keyed if drafts}):
-                pgd.lock_scope(conn, key)
-            return [_insert(conn, drafts, key, user, agent, stamp, self.ids) for drafts, key, user, agent in keyed]
+    def _time_condition(self, op: str) -> str:
+        return f"{_TIME_UTC} {op} CAST(? AS timestamp)"  # UTC instants, as SQLite's julianday()
 
-        return self._write(body)
+    def _time_param(self, cleaned: str) -> Any:
+        return utc_key(cleaned)
 
-    def update(self, tid: str, scope: Scope, *, text: Any = None, metadata: Any = None,
-               keep_history: bool = True) -> Trace:
-        """Replace text and/or metadata. The previous version stays in the history (auditable),
-        unless ``keep_history=False``: then every earlier version is erased (see the base)."""
-        new_text, new_meta, keep = self._clean_update(text, metadata, keep_history)
-        rowid = self.ids.parse(tid)
-        key = self._scope(scope)
-
-        def body(conn: psycopg.Connection) -> None:
-            version = pgd.lock_scope(conn, key, reset=not keep)
-            old_text, old_meta, session = _owned_row(conn, key, rowid, tid, scope)
-            text_out = new_text if new_text is not None else old_text
-            meta_out = dump_metadata(new_meta) if new_meta is not None else old_meta
-            conn.execute("UPDATE traces SET text = %s, metadata = %s, version = version + 1"
-                         " WHERE scope_key = %s AND rowid_ = %s", (text_out, meta_out, key, rowid))
-            if not keep:
-                _purge_history(conn, key, [rowid])
-                pgd.drop_snapshot(conn, key)
-                old_text = old_meta = None
-            conn.execute(
-                "INSERT INTO trace_history (scope_key, trace_rowid, event, at, old_text, new_text,"
-                " old_metadata, new_metadata) VALUES (%s, %s, 'update', %s, %s, %s, %s, %s)",
-                (key, rowid, now(), old_text, text_out, old_meta, meta_out))
-            pgd.mark_dirty(conn, key, [session])
-            pgd.purge_units_of_trace(conn, key, session, rowid, version)
-
-        self._write(body)
-        return self.get(tid, scope)
-
-    def delete(self, tid: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
-        """Remove a trace and erase its text from every table (see the base and the module
-        docstring: dead tuples stay until VACUUM); ``keep_history=True`` keeps it in history."""
-        rowid = self.ids.parse(tid)
-        keep = check_flag(keep_history, "keep_history")
-        key = self._scope(scope)
-
-        def body(conn: psycopg.Connection) -> Counter[str]:
-            version = pgd.lock_scope(conn, key, reset=not keep)
-            session = _owned_row(conn, key, rowid, tid, scope)[2]
-            counts = _remove_traces(conn, key, [rowid], keep_history=keep)
-            counts += pgd.purge_units_of_trace(conn, key, session, rowid, version)
-            if not keep and conn.execute("SELECT 1 FROM traces WHERE scope_key = %s AND session = %s"
-                                         " LIMIT 1", (key, session)).fetchone() is None:
-                counts += pgd.forget_session(conn, key, session)  # its last trace: the name goes
-            else:
-                pgd.mark_dirty(conn, key, [session])
-            if not keep:
-                counts += pgd.drop_snapshot(conn, key)
-            return counts
-
-        return _receipt("trace", [tid], self._write(body), erased=not keep, keys=self._scope_keys(scope))
-
-    def delete_session(self, session: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
-        """Remove every trace of one session as ``delete`` removes one (see the base)."""
-        name = session_name(session)
-        _no_nul(name, "session")
-        keep = check_flag(keep_history, "keep_history")
-        key = self._scope(scope)
-
-        def body(conn: psycopg.Connection) -> tuple[builtins.list[int], Counter[str]]:
-            version = pgd.lock_scope(conn, key, reset=not keep)
-            rowids = [int(r[0]) for r in conn.execute(
-                "SELECT rowid_ FROM traces WHERE scope_key = %s AND session = %s AND has_session"
-                " ORDER BY rowid_", (key, name))]
-            if not rowids:
-                raise NotFound(no_session_message(name, scope))
-            counts = _remove_traces(conn, key, rowids, keep_history=keep)
-            counts += pgd.purge_units_of_session(conn, key, name)
-            if keep:
-                pgd.note_session_change(conn, key, name, version)
-            else:
-                counts += pgd.forget_session(conn, key, name) + pgd.drop_snapshot(conn, key)
-            return rowids, counts
-
-        rowids, counts = self._write(body)
-        return _receipt("session", [self.ids.format(r) for r in rowids], counts, erased=not keep,
-                        keys=self._scope_keys(scope))
-
-    def delete_scope(self, scope: Scope) -> DeleteReceipt:
-        """Remove every trace, history event, derived row and per-scope fact (the embedder
-        fingerprint) of one scope (see the base; dead tuples stay until VACUUM)."""
-        key = self._scope(scope)
-
-        def body(conn: psycopg.Connection) -> tuple[builtins.list[int], Counter[str]]:
-            pgd.lock_scope(conn, key, reset=True)
-            rowids = [int(r[0]) for r in conn.execute(
-                "SELECT rowid_ FROM traces WHERE scope_key = %s ORDER BY rowid_", (key,))]
-            counts: Counter[str] = Counter()
-            for table in ("traces", "trace_history", "trace_signals", "unit_mentions", "units",
-                          "dirty_sessions", "entity_vectors", "session_changes", "scope_snapshots",
-                          "scope_snapshot_parts"):
-                counts[table] = conn.execute(f"DELETE FROM {table} WHERE scope_key = %s", (key,)).rowcount
-            counts["store_meta"] = conn.execute(
-                "DELETE FROM store_meta WHERE strpos(key, ':') > 0"
-                " AND substr(key, strpos(key, ':') + 1) = %s", (key,)).rowcount
-            pgd.forget_scope(conn, key)
-            return rowids, counts
-
-        rowids, counts = self._write(body)
-        return _receipt("scope", [self.ids.format(r) for r in rowids], counts, erased=True,
-                        keys=self._scope_keys(scope))
+    def _metadata_condition(self, name: str, value: Any) -> tuple[str, builtins.list[Any]]:
+        return _metadata_clause(name, value)
 
     def compact(self) -> dict[str, Any]:
         """Make PostgreSQL drop what erasures left in its files, as far as SQL can: VACUUM FULL
@@ -515,8 +332,8 @@ class PostgresStore(SQLStore):
                 "done": done, "retained": retained}
 
     # -- bulk load (zeromem migrate; store/transfer.py) ------------------------------------
-    def bulk_load(self, traces: Sequence[tuple], history: Sequence[tuple], api_keys: Sequence[tuple],
-                  meta: Sequence[tuple[str, str]], last_id: int) -> None:
+    def bulk_load(self, traces: Sequence[tuple[Any, ...]], history: Sequence[tuple[Any, ...]],
+                  api_keys: Sequence[tuple[Any, ...]], meta: Sequence[tuple[str, str]], last_id: int) -> None:
         """Load another store's records into this EMPTY store in one transaction, ids kept.
 
         ``traces``: (rowid, user, agent, session, seq, text, speaker, role, session_time,
@@ -530,39 +347,24 @@ class PostgresStore(SQLStore):
         or a text holds NUL.
         """
         carried = dict(meta).get(ID_KEY)
-        codec = id_codec(carried, self.path) if carried is not None else self.ids
+        id_key = carried if carried is not None else self.get_meta(ID_KEY)
+        codec = id_codec(id_key, self.path)
         for row in traces:
             for value in row[3:14]:
                 if isinstance(value, str) and "\x00" in value:
                     raise InvalidInput(f"trace {codec.format(row[0])} contains a NUL character (\\x00), "
                                        "which PostgreSQL cannot store: fix it in the source first")
-        keys = {(row[1], row[2]): self._scope(Scope(row[1] or None, row[2] or None))
-                for row in (*traces, *history)}
 
-        def body(conn: psycopg.Connection) -> None:
+        def body(conn: psycopg.Connection[Any]) -> None:
             busy = _one(conn.execute(
                 f"{ALL_SCOPES}SELECT EXISTS (SELECT 1 FROM traces) OR EXISTS (SELECT 1 FROM trace_history)"
                 " OR EXISTS (SELECT 1 FROM api_keys)"))[0]
             if busy:
                 raise InvalidInput(f"{self.path} already holds traces, history or API keys: "
                                    "migrate into an empty database")
-            for key in sorted(set(keys.values())):
-                pgd.lock_scope(conn, key, reset=True)
+            # The records as an import that keeps ids writes them (one code path: postgres_portable).
+            pgp.restore(conn, _restored(traces, history), codec, id_key, last_id, self.path, self._scope, ALL_SCOPES)
             cur = conn.cursor()
-            with cur.copy("COPY traces (scope_key, rowid_, user_key, agent_key, session, seq, text,"
-                          " speaker, role, session_time, event_time, recorded_at, source_id, metadata,"
-                          " attachments, version, has_session) FROM STDIN") as copy:
-                for row in traces:
-                    copy.write_row((keys[(row[1], row[2])], *row[:15], bool(row[15])))
-            with cur.copy("COPY trace_history (scope_key, trace_rowid, event, at, old_text, new_text,"
-                          " old_metadata, new_metadata) FROM STDIN") as copy:
-                for row in history:
-                    copy.write_row((keys[(row[1], row[2])], row[0], *row[3:]))
-            conn.execute("SELECT setval('zeromem_trace_ids', %s)", (max(1, last_id),))
-            sessions = sorted({(keys[(row[1], row[2])], row[3]) for row in traces})
-            if sessions:
-                cur.executemany("INSERT INTO dirty_sessions (scope_key, session) VALUES (%s, %s)"
-                                " ON CONFLICT DO NOTHING", sessions)
             if api_keys:
                 cur.executemany("INSERT INTO api_keys (key_id, key_hash, user_key, agent_key, label,"
                                 " created_at, revoked_at) VALUES (%s, %s, %s, %s, %s, %s, %s)", list(api_keys))
@@ -613,43 +415,6 @@ class PostgresStore(SQLStore):
                            "zeromem.dump` into an empty database), or continuous archiving for "
                            "point-in-time recovery; or write a portable copy of the traces with "
                            "`zeromem export --all --history -o FILE`")
-
-    # -- reads --------------------------------------------------------------------------
-    def get_rowids(self, rowids: Sequence[int]) -> dict[int, Trace]:
-        ids = [int(r) for r in rowids if validate.MIN_INT <= int(r) <= validate.MAX_INT]
-        if not ids:
-            return {}
-        rows = self._read(f"{ALL_SCOPES}SELECT {COLUMNS} FROM traces WHERE rowid_ = ANY(%s::bigint[])",
-                          (ids,))
-        return {int(row[0]): to_trace(row, self.ids) for row in rows}
-
-    def list(self, scope: Scope, *, session: str | None = None, since: Any = None,
-             until: Any = None, metadata: dict[str, Any] | None = None,
-             limit: int | None = None, offset: int = 0) -> builtins.list[Trace]:
-        """Traces of one scope in conversation order, optionally filtered (as SQLiteStore)."""
-        where = ["scope_key = %s"]
-        params: builtins.list[Any] = [self._scope(scope)]
-        if session is not None:
-            name = validate.clean_optional_str(session, "session") or ""
-            _no_nul(name, "session")
-            where.append("session = %s")
-            params.append(name)
-        for bound, op, field in ((since, ">=", "since"), (until, "<=", "until")):
-            cleaned = validate.clean_time(bound, field)
-            if cleaned is not None:  # compared as UTC instants, as SQLite's julianday() does
-                where.append(f"{_TIME_UTC} {op} %s::timestamp")
-                params.append(utc_key(cleaned))
-        for name, value in clean_list_filters(metadata, limit, offset).items():
-            clause, args = _metadata_clause(name, value)
-            where.append(clause)
-            params += args
-        sql = (f"SELECT {COLUMNS} FROM traces WHERE {' AND '.join(where)}"
-               " ORDER BY session_time IS NULL, session_time, session, seq, rowid_")
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        if offset:
-            sql += f" OFFSET {int(offset)}"
-        return [to_trace(row, self.ids) for row in self._read(sql, params)]
 
     def size_bytes(self) -> int:
         return int(self._read("SELECT pg_database_size(current_database())")[0][0])
@@ -704,7 +469,25 @@ class PostgresStore(SQLStore):
                 "reference": sorted(t for t, k in tables.items() if k == "reference"),
                 "local": sorted(CITUS_LOCAL)}
 
-def _one(cursor: psycopg.Cursor) -> tuple:
+
+def _restored(traces: Sequence[tuple[Any, ...]], history: Sequence[tuple[Any, ...]]) -> Iterator[Restored]:
+    """``bulk_load``'s rows as the items of an import: each trace (or deleted trace, known by its
+    history alone) in row order, followed by its events, oldest first."""
+    events: dict[int, list[tuple[Any, ...]]] = {}
+    for event in history:
+        events.setdefault(int(event[0]), []).append(event)
+    rows = {int(row[0]): row for row in traces}
+    for rowid in sorted(rows.keys() | events.keys()):
+        row = rows.get(rowid)
+        if row is not None:
+            yield RestoredTrace(rowid, row[1], row[2], row[3], bool(row[15]), int(row[4]), *row[5:15])
+        else:
+            yield RestoredTombstone(rowid, events[rowid][0][1], events[rowid][0][2])
+        for event in events.get(rowid, ()):
+            yield RestoredEvent(*event[3:9])
+
+
+def _one(cursor: psycopg.Cursor) -> tuple[Any, ...]:
     """The one row a statement returns (StoreError if it returned none)."""
     row = cursor.fetchone()
     if row is None:
@@ -720,113 +503,15 @@ def _metadata_clause(name: str, value: Any) -> tuple[str, builtins.list[Any]]:
     """A ``list`` metadata filter with SQLite's ``json_extract`` semantics: strings equal
     strings; numbers equal numbers (and true/false, which SQLite reads as 1/0); None matches
     a missing key or JSON null. ``json`` (not ``jsonb``) keeps ``\\u0000`` readable."""
-    field = "(metadata::json -> %s::text)"
+    field = "(metadata::json -> ?::text)"
     if value is None:
         return f"({field} IS NULL OR json_typeof({field}) = 'null')", [name, name]
     if isinstance(value, str):
-        return (f"(json_typeof({field}) = 'string' AND {field}::text = %s)",
+        return (f"(json_typeof({field}) = 'string' AND {field}::text = ?)",
                 [name, name, json.dumps(value, ensure_ascii=False)])
     number = str(int(value)) if isinstance(value, (bool, int)) else repr(float(value))
     clause = (f"(CASE json_typeof({field}) WHEN 'number' THEN ({field}::text)::numeric"
-              f" WHEN 'boolean' THEN CASE WHEN {field}::text = 'true' THEN 1 ELSE 0 END END) = %s::numeric")
+              f" WHEN 'boolean' THEN CASE WHEN {field}::text = 'true' THEN 1 ELSE 0 END END) = ?::numeric")
     return clause, [name, name, name, number]
 
-
-def _owned_row(conn: psycopg.Connection, key: str, rowid: int, tid: str, scope: Scope) -> tuple:
-    """(text, metadata, session) of a trace in the scope, or NotFound: writes never cross scopes."""
-    row = conn.execute("SELECT text, metadata, session FROM traces WHERE scope_key = %s AND rowid_ = %s",
-                       (key, rowid)).fetchone()
-    if row is None:
-        raise NotFound(not_found_message(tid, scope))
-    return tuple(row)
-
-
-def _remove_traces(conn: psycopg.Connection, key: str, rowids: Sequence[int], *,
-                   keep_history: bool) -> Counter[str]:
-    """Delete traces of one scope with a 'delete' event each, as sqlite._remove_traces does:
-    the old text and metadata when ``keep_history``, else a tombstone. Rows per table."""
-    ids = builtins.list(rowids)
-    counts: Counter[str] = Counter()
-    if not keep_history:
-        counts["trace_history"] = _purge_history(conn, key, ids)
-    kept = "text, NULL, metadata, NULL" if keep_history else "NULL, NULL, NULL, NULL"
-    conn.execute(
-        "INSERT INTO trace_history (scope_key, trace_rowid, event, at, old_text, new_text, old_metadata,"
-        f" new_metadata) SELECT scope_key, rowid_, 'delete', %s, {kept} FROM traces"
-        " WHERE scope_key = %s AND rowid_ = ANY(%s) ORDER BY rowid_", (now(), key, ids))
-    counts["traces"] = conn.execute("DELETE FROM traces WHERE scope_key = %s AND rowid_ = ANY(%s)",
-                                    (key, ids)).rowcount
-    counts["trace_signals"] = conn.execute(
-        "DELETE FROM trace_signals WHERE scope_key = %s AND trace_rowid = ANY(%s)", (key, ids)).rowcount
-    return counts
-
-
-def _purge_history(conn: psycopg.Connection, key: str, rowids: Sequence[int]) -> int:
-    """Empty the text and metadata of every history event of these traces (tombstones stay)."""
-    return int(conn.execute(
-        "UPDATE trace_history SET old_text = NULL, new_text = NULL, old_metadata = NULL,"
-        " new_metadata = NULL WHERE scope_key = %s AND trace_rowid = ANY(%s) AND (old_text IS NOT NULL"
-        " OR new_text IS NOT NULL OR old_metadata IS NOT NULL OR new_metadata IS NOT NULL)",
-        (key, builtins.list(rowids))).rowcount)
-
-
-def _receipt(kind: str, trace_ids: Sequence[str], counts: Counter[str], *, erased: bool,
-             keys: int) -> DeleteReceipt:
-    """A PostgreSQL receipt: no secure_delete, no checkpoint; what the server keeps (RETAINED)."""
-    retained = retained_identifiers(kind, erased, keys)
-    if erased:
-        retained = [*RETAINED, *retained]
-    return make_receipt(kind, trace_ids, counts, history_text_purged=erased, secure_delete=False,
-                        checkpointed=False, retained=retained)
-
-
-def _insert(conn: psycopg.Connection, drafts: Sequence[CleanDraft], key: str, user: str, agent: str,
-            now: str, codec: TraceIdCodec) -> builtins.list[str]:
-    """Insert checked drafts into one scope (inside the caller's transaction); their ids."""
-    if not drafts:
-        return []
-    implicit = sorted({d.session for d in drafts if d.seq is None})
-    stored: dict[str, int] = {}
-    if implicit:
-        stored = {s: int(top) for s, top in conn.execute(
-            "SELECT session, MAX(seq) FROM traces WHERE scope_key = %s AND session = ANY(%s) GROUP BY session",
-            (key, implicit))}
-    ids = pgd.allocate(conn, "zeromem_trace_ids", len(drafts))
-    traces: builtins.list[tuple] = []
-    history: builtins.list[tuple] = []
-    seqs = number_drafts(drafts, lambda session: stored.get(session, -1))
-    for rowid, item, seq in zip(ids, drafts, seqs):
-        meta = dump_metadata(item.metadata)
-        traces.append((key, rowid, user, agent, item.session, seq, item.text, item.speaker, item.role,
-                       item.session_time, item.event_time, now, item.source_id, meta,
-                       dump_attachments(item.attachments), item.has_session))
-        history.append((key, rowid, "add", now, item.text, meta))
-    cur = conn.cursor()
-    with cur.copy("COPY traces (scope_key, rowid_, user_key, agent_key, session, seq, text, speaker,"
-                  " role, session_time, event_time, recorded_at, source_id, metadata, attachments,"
-                  " has_session) FROM STDIN") as copy:
-        for row in traces:
-            copy.write_row(row)
-    with cur.copy("COPY trace_history (scope_key, trace_rowid, event, at, new_text, new_metadata)"
-                  " FROM STDIN") as copy:
-        for row in history:
-            copy.write_row(row)
-    pgd.mark_dirty(conn, key, sorted({d.session for d in drafts}))
-    return [codec.format(rowid) for rowid in ids]
-
-
-class _Runner:
-    """SQLStore's ``run`` on ``conn``: its ``?`` placeholders as psycopg's ``%s``."""
-
-    __slots__ = ("conn",)
-
-    def __init__(self, conn: psycopg.Connection) -> None:
-        self.conn = conn
-
-    def __call__(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor:
-        return self.conn.execute(sql.replace("?", "%s"), params)
-
-    def stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple]:
-        """The rows one at a time, in binary (psycopg's single-row mode)."""
-        return self.conn.cursor(binary=True).stream(sql.replace("?", "%s"), params)
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import InvalidInput, StoreError
 from ..types import Scope
+from . import derived
 from . import postgres_derived as pgd
 from .ids import ID_KEY, TraceIdCodec
 from .roles.portable import (
@@ -92,7 +93,7 @@ class _Writer:
 
     def new_row(self) -> int:
         if not self.pool:
-            self.pool = pgd.allocate(self.conn, _SEQUENCE, _BATCH)[::-1]
+            self.pool = pgd.allocate(pgd.PgRun(self.conn), _SEQUENCE, _BATCH)[::-1]
         return self.pool.pop()
 
     def flush(self) -> None:
@@ -114,7 +115,7 @@ class _Writer:
                 for row in self.history:
                     copy.write_row(row)
         for key, sessions in sorted(self.dirty.items()):
-            pgd.mark_dirty(self.conn, key, sorted(sessions))
+            derived.mark_dirty(pgd.PgRun(self.conn), key, sorted(sessions))
         self.traces, self.history, self.rows, self.dirty = [], [], {}, {}
 
 
@@ -149,7 +150,7 @@ def restore(conn: Any, items: Iterable[Restored], codec: TraceIdCodec | None, id
             scope = (item.user, item.agent)
             if scope not in keys:
                 keys[scope] = scope_key_of(Scope(item.user or None, item.agent or None))
-                pgd.lock_scope(conn, keys[scope], reset=True)  # a wipe: indexes are built again
+                pgd.lock_scope(pgd.PgRun(conn), keys[scope], reset=True)  # a wipe: indexes are built again
             key = keys[scope]
             rowid = item.rowid if codec is not None else writer.new_row()
             high = max(high, rowid)

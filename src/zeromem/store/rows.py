@@ -37,7 +37,7 @@ def _intern(value: str | None) -> str | None:
     return None if value is None else sys.intern(value)
 
 
-def to_fields(row: Sequence[Any]) -> tuple:
+def to_fields(row: Sequence[Any]) -> tuple[Any, ...]:
     """What an index needs of every turn, without building a Trace (see TraceRows.fields_many)."""
     attachments = row[14]
     return (row[1], () if attachments == "[]" else tuple(json.loads(attachments)), row[7],
@@ -117,7 +117,7 @@ def parse_rowids(text: str) -> tuple[int, ...]:
     return tuple(map(int, inner.split(","))) if inner.strip() else ()
 
 
-def split_by_ids(sessions: Sequence[str], current: dict[str, list[int]], held: HeldRows, out: dict
+def split_by_ids(sessions: Sequence[str], current: dict[str, list[int]], held: HeldRows, out: dict[str, Any]
                  ) -> tuple[list[str], list[int]]:
     """For ``read_changes`` with a held index: the sessions whose unit ids the index knows get
     ``out["unit_ids"][session]`` (every unit id they have now) and their ids it does not hold go
@@ -136,7 +136,7 @@ def split_by_ids(sessions: Sequence[str], current: dict[str, list[int]], held: H
     return by_keys, wanted
 
 
-def merge_unit_rows(keys: Sequence[tuple], content: dict[int, tuple]) -> list[tuple]:
+def merge_unit_rows(keys: Sequence[tuple[Any, ...]], content: dict[int, tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """``read_changes`` unit rows of a read with a held index: every key row (id, session, level,
     position, text hash, rowids) with its text and vector if it was read (else None), then the
     rows read by id alone (id → session, level, position, text, text hash, rowids, vector)."""
@@ -150,18 +150,18 @@ def merge_unit_rows(keys: Sequence[tuple], content: dict[int, tuple]) -> list[tu
 
 
 def unit_key(level: str, position: int, text_hash: str, rowids: Sequence[int], first_seq: int, last_seq: int,
-             speaker: str | None, time: str | None, has_vector: bool) -> tuple:
+             speaker: str | None, time: str | None, has_vector: bool) -> tuple[Any, ...]:
     """What identifies a derived unit row across re-derivations of its session. A unit's vector
     and mentions follow from its text (stored encodings are reused by text hash), so equal keys
     mean equal rows."""
     return (level, position, text_hash, tuple(map(int, rowids)), first_seq, last_seq, speaker, time, has_vector)
 
 
-def split_units(stored: Iterable[tuple[int, tuple]], units: Sequence[Any]) -> tuple[list[Any], list[int]]:
+def split_units(stored: Iterable[tuple[int, tuple[Any, ...]]], units: Sequence[Any]) -> tuple[list[Any], list[int]]:
     """A session's newly derived ``units`` against its ``stored`` rows ((id, ``unit_key``), in id
     order): the units to insert and the ids of the rows to delete, ascending. A write changes a
     few units of its session (its turn, spans, window, episode); every other row stays."""
-    kept: dict[tuple, list[int]] = {}
+    kept: dict[tuple[Any, ...], list[int]] = {}
     for uid, key in stored:
         kept.setdefault(key, []).append(uid)
     fresh = []

@@ -30,39 +30,27 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from ..errors import NotFound, StoreError
-from ..types import Scope, Trace
+from ..errors import StoreError
+from ..types import Scope
 from . import derived, validate
 from . import sqlite_portable as portable
 from .checks import (
     DEFAULT_ERASE_REWRITE_MB,
     DEFAULT_LOCK_TIMEOUT_S,
+    VERSION_FLOOR_KEY,
     check_flag,
     check_lock_timeout,
-    clean_list_filters,
     id_codec,
-    not_found_message,
-    scope_key,
-    scope_meta_suffix,
 )
-from .derived import bump_version, purge_units_of_trace, read_changes
-from .ids import ID_KEY, TraceIdCodec
+from .dialect import Dialect, Run
+from .ids import ID_KEY
 from .receipts import DeleteReceipt, make_receipt, retained_identifiers
-from .roles import CleanDraft, DerivedUnit, ExportRows, HeldRows, Replacing, Restored, TraceDraft
-from .rows import (
-    COLUMNS,
-    dump_attachments,
-    dump_metadata,
-    no_session_message,
-    now,
-    number_drafts,
-    session_name,
-    to_trace,
-)
+from .roles import CleanDraft, DerivedUnit, ExportRows, Restored, TraceDraft
+from .rows import dump_attachments, dump_metadata, number_drafts
 from .schema import SCHEMA_VERSION, migrate
-from .sqlstore import Run, SQLStore, T
+from .sqlstore import SQLStore, T
 
 __all__ = ["SQLiteStore", "TraceDraft", "TraceStore"]
 
@@ -102,8 +90,116 @@ def read_only_reason(path: str, requested: bool) -> str | None:
     return None
 
 
+class _SQLiteRun:
+    """SQLStore's ``run`` on a sqlite3 connection (its placeholders are ``?`` already)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __call__(self, sql: str, params: Sequence[Any] = (), /) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.conn.executemany(sql, rows)
+
+    binary = __call__
+
+
+class SQLiteDialect(Dialect):
+    """SQLite's spelling (see dialect.py): lists as one JSON parameter, vectors in
+    ``unit_vectors``, a unit's row numbers as JSON text."""
+
+    vec_join = " LEFT JOIN unit_vectors v ON v.unit_id = u.id"
+    vec_column = "v.vec"
+    strpos = "instr"
+    no_limit = "-1"
+
+    def any_of(self, column: str) -> str:
+        # One JSON parameter: no cap on the number of values (SQLite caps bound variables).
+        return f"{column} IN (SELECT value FROM json_each(?))"
+
+    def array(self, values: Iterable[Any]) -> str:
+        return json.dumps(list(values))
+
+    def covers(self, alias: str) -> str:
+        return f"EXISTS (SELECT 1 FROM json_each({alias}.rowids) WHERE value = ?)"
+
+    def rowids_equal(self, alias: str, rowids: Sequence[int]) -> tuple[str, Any]:
+        return f"{alias}.rowids = ?", json.dumps(list(rowids))  # as insert_units writes them
+
+    def unindexed(self, column: str) -> str:
+        return f"+{column}"  # SQLite's unary plus: no index on this term
+
+    def load_vec(self, value: Any) -> bytes:
+        return bytes(value) if not isinstance(value, bytes) else value  # a BLOB is bytes already
+
+    def lock_scope(self, run: Run, key: str, *, reset: bool = False) -> int:
+        # BEGIN IMMEDIATE holds the file's write lock already: the row needs no lock of its own.
+        run("INSERT INTO scope_versions (scope_key, version, reset_version)"
+            " SELECT ?, floor + 1, CASE WHEN floor > 0 THEN floor + 1 ELSE 0 END FROM"
+            " (SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = ?), 0) AS floor)"
+            " WHERE true ON CONFLICT (scope_key) DO UPDATE SET version = version + 1", (key, VERSION_FLOOR_KEY))
+        if reset:
+            run("UPDATE scope_versions SET reset_version = version WHERE scope_key = ?", (key,))
+        return int(run("SELECT version FROM scope_versions WHERE scope_key = ?", (key,)).fetchone()[0])
+
+    def forget_scope(self, run: Run, key: str) -> None:
+        run("INSERT INTO store_meta (key, value) SELECT ?, CAST(version AS TEXT) FROM scope_versions"
+            " WHERE scope_key = ? ON CONFLICT (key) DO UPDATE SET"
+            " value = CAST(MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER)) AS TEXT)",
+            (VERSION_FLOOR_KEY, key))
+        run("DELETE FROM scope_versions WHERE scope_key = ?", (key,))
+
+    def insert_units(self, run: Run, key: str, session: str, units: Sequence[DerivedUnit]) -> list[int]:
+        conn = cast(_SQLiteRun, run).conn
+        ids: list[int] = []
+        for unit in units:
+            uid = conn.execute(
+                "INSERT INTO units (scope_key, session, level, position, text, text_hash, rowids,"
+                " first_seq, last_seq, speaker, time) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (key, session, unit.level, unit.position, unit.text, unit.text_hash,
+                 json.dumps(list(unit.rowids)), unit.first_seq, unit.last_seq, unit.speaker, unit.time)).lastrowid
+            if uid is None:
+                raise StoreError("the insert returned no row id; nothing was changed")
+            if unit.vector is not None:
+                conn.execute("INSERT INTO unit_vectors (unit_id, model, vec) VALUES (?, 'dense', ?)",
+                             (uid, unit.vector))
+            ids.append(uid)
+        return ids
+
+    def first_units(self, run: Run, key: str, text_hashes: Sequence[str]
+                    ) -> tuple[dict[str, bytes], dict[str, int]]:
+        # The units_text index is ordered (scope, text_hash, id): "the oldest unit of this text"
+        # is one index probe however often the text repeats; json_each runs every probe in one
+        # statement.
+        vectors: dict[str, bytes] = {}
+        turns: dict[str, int] = {}
+        for text_hash, vec, turn_id in run(
+                "SELECT j.value,"
+                " (SELECT v.vec FROM units u JOIN unit_vectors v ON v.unit_id = u.id WHERE u.scope_key = ?1"
+                "  AND u.text_hash = j.value AND u.level IN ('turn', 'span') ORDER BY u.id LIMIT 1),"
+                " (SELECT id FROM units WHERE scope_key = ?1 AND text_hash = j.value AND level = 'turn'"
+                "  ORDER BY id LIMIT 1)"
+                " FROM json_each(?2) j", (key, json.dumps(list(text_hashes)))):
+            if vec is not None:
+                vectors[text_hash] = vec
+            if turn_id is not None:
+                turns[text_hash] = int(turn_id)
+        return vectors, turns
+
+    def expiring(self, run: Run, key: str) -> dict[int, Any]:
+        # The WHERE is the partial index traces_expiring's, word for word (schema.py).
+        rows = run("SELECT rowid_, json_extract(metadata, '$.expires_at') FROM traces"
+                   " WHERE scope_key = ? AND metadata LIKE '%\"expires_at\"%'", (key,)).fetchall()
+        return {int(rowid): value for rowid, value in rows if value is not None}
+
+
 class SQLiteStore(SQLStore):
     """Verbatim traces, their history, scope versions, and the connection for derived tables."""
+
+    dialect: Dialect = SQLiteDialect()
 
     def __init__(self, path: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX_TEXT_CHARS,
                  lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S, read_only: bool = False,
@@ -269,115 +365,23 @@ class SQLiteStore(SQLStore):
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
 
-    # -- derived rows (DerivedStoreBase; the SQL is in derived.py) ------------------------
-    def dirty_sessions(self, scope: Scope) -> list[str]:
-        user, agent = scope_key(scope)
-        with self._lock:
-            self._check_open()
-            return derived.dirty_sessions(self.conn, user, agent)
-
-    def reset_derived(self, scope: Scope) -> None:
-        user, agent = scope_key(scope)
-        with self.transaction() as conn:
-            derived.reset_derived(conn, user, agent)
-
-    def stored_encodings(self, scope: Scope, text_hashes: Sequence[str], sessions: Sequence[str] = ()
-                         ) -> tuple[dict[str, bytes], dict[str, list[tuple]]]:
-        user, agent = scope_key(scope)
-        with self._lock:
-            self._check_open()
-            return derived.stored_encodings(self.conn, user, agent, text_hashes, sessions)
-
-    def entities_with_vectors(self, scope: Scope, names: Sequence[str]) -> set[str]:
-        user, agent = scope_key(scope)
-        with self._lock:
-            self._check_open()
-            return derived.entities_with_vectors(self.conn, user, agent, names)
-
-    def commit_session(self, scope: Scope, session: str, expected: Sequence[tuple[int, int]],
-                       units: Sequence[DerivedUnit], entity_vectors: dict[str, bytes],
-                       replacing: Replacing | None = None) -> int | None:
-        user, agent = scope_key(scope)
-        if self.read_only is not None:
-            raise StoreError(f"this store is read-only: {self.path} ({self.read_only}), and session "
-                             f"{validate.printable(session)!r} is not derived yet; run `zeromem index` "
-                             "once with write access, then it can be searched read-only")
-        with self.transaction() as conn:
-            return derived.commit_session(conn, user, agent, session, expected, units, entity_vectors, replacing)
-
-    def turn_vectors(self, scope: Scope, session: str) -> dict[int, bytes]:
-        user, agent = scope_key(scope)
-        with self._lock:
-            self._check_open()
-            return derived.turn_vectors(self.conn, user, agent, session)
-
-    def trace_entities(self, scope: Scope, rowid: int, limit: int = 20
-                       ) -> tuple[builtins.list[tuple[str, str, str, int, int]],
-                                  builtins.list[tuple[int, builtins.list[str]]]]:
-        user, agent = scope_key(scope)
-        with self._lock:
-            self._check_open()
-            return derived.trace_entities(self.conn, user, agent, rowid, limit)
-
-    def add_encoder_timings(self, seconds: dict[str, float], items: dict[str, int]) -> None:
-        with self.transaction() as conn:
-            derived.add_encoder_timings(conn, seconds, items)
-
-    def trace_signals(self, scope: Scope, *, missing_only: bool = False,
-                      rowids: Sequence[int] | None = None) -> dict[int, str | None]:
-        user, agent = scope_key(scope)
-        with self._lock:
-            self._check_open()
-            return derived.trace_signals(self.conn, user, agent, missing_only=missing_only, rowids=rowids)
-
-    def expiring(self, scope: Scope) -> dict[int, Any]:
-        user, agent = scope_key(scope)
-        with self._lock:
-            self._check_open()
-            return derived.expiring(self.conn, user, agent)
-
-    def put_signals(self, scope: Scope, rows: Sequence[tuple[int, int, str]]) -> None:
-        user, agent = scope_key(scope)
-        with self.transaction() as conn:
-            derived.put_signals(conn, user, agent, rows)
-
-    def read_changes(self, scope: Scope, since: int, known_entities: set[str],
-                     held: HeldRows | None = None) -> dict:
-        """The derived rows an in-memory index at version ``since`` lacks, read in one read
-        transaction: a consistent version of the scope, whatever other writers do meanwhile
-        (WAL readers see the database as of their first read). See ``derived.read_changes``."""
-        user, agent = scope_key(scope)
-        out = self._consistent(
-            lambda run: read_changes(self.conn, user, agent, since, known_entities, COLUMNS, held))
-        out["traces"] = [(row[0], to_trace(row, self.ids)) for row in out["traces"]]
-        return out
-
-    def save_snapshot(self, scope: Scope, version: int, facts: str, parts: dict[str, bytes],
-                      format: int = 1) -> None:
-        """Replace the scope's persisted index (derived, disposable) in one transaction; nothing
-        is written for an index older than the scope's last wipe, or on a read-only store."""
-        user, agent = scope_key(scope)
-        if self.read_only is not None:
-            return  # a cache: a read-only store simply does without
-        with self.transaction() as conn:
-            if derived.snapshot_predates_wipe(conn, user, agent, version):
-                return
-            conn.execute("DELETE FROM scope_snapshot_parts WHERE user_key=? AND agent_key=?", (user, agent))
-            conn.executemany("INSERT INTO scope_snapshot_parts VALUES (?,?,?,?)",
-                             [(user, agent, name, blob) for name, blob in sorted(parts.items())])
-            conn.execute("INSERT OR REPLACE INTO scope_snapshots VALUES (?,?,?,?,?)",
-                         (user, agent, version, format, facts.encode("utf-8")))
 
     # -- SQLStore's hooks ---------------------------------------------------------------
-    _SESSION_OF_SCOPE = "user_key||'\x1f'||agent_key||'\x1f'||session"
+    _SESSION_OF_SCOPE = "scope_key||'\x1f'||session"
 
-    def _scoped(self, scope: Scope, alias: str = "") -> tuple[str, tuple[str, ...]]:
-        prefix = f"{alias}." if alias else ""
-        return f"{prefix}user_key = ? AND {prefix}agent_key = ?", scope_key(scope)
+    def _reading(self, fn: Callable[[Run], T]) -> T:
+        with self._lock:
+            self._check_open()
+            try:
+                return fn(_SQLiteRun(self.conn))
+            except sqlite3.DatabaseError as exc:
+                if _is_lock_error(exc):
+                    raise StoreError(self._locked_message()) from None
+                raise StoreError(f"read failed on {self.path}: {exc}") from None
 
     def _transact(self, fn: Callable[[Run], T]) -> T:
         with self.transaction() as conn:
-            return fn(conn.execute)
+            return fn(_SQLiteRun(conn))
 
     def _consistent(self, fn: Callable[[Run], T]) -> T:
         """``fn`` inside one read transaction: WAL readers see the database as of their first read."""
@@ -386,16 +390,16 @@ class SQLiteStore(SQLStore):
             try:
                 self.conn.execute("BEGIN")
                 try:
-                    return fn(self.conn.execute)
+                    return fn(_SQLiteRun(self.conn))
                 finally:
                     self.conn.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"read failed on {self.path}: {exc}") from None
 
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self.read(sql, params)
 
-    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             self._check_open()
             try:
@@ -405,129 +409,68 @@ class SQLiteStore(SQLStore):
                     raise StoreError(self._locked_message()) from None
                 raise StoreError(f"read failed on {self.path}: {exc}") from None
 
-    # -- writes -------------------------------------------------------------------------
-    def add_batches(self, batches: Sequence[tuple[Sequence[TraceDraft], Scope]]) -> list[list[str]]:
-        """Check every draft of every batch first, then store all of them in one transaction."""
-        cleaned = self.clean_batches(batches)
-        if not any(drafts for drafts, _ in cleaned):
-            return [[] for _ in cleaned]
-        stamp = now()
-        out: list[list[str]] = []
-        with self.transaction() as conn:
-            touched: set[tuple[str, str]] = set()
-            for drafts, (user, agent) in cleaned:
-                out.append(_insert(conn, drafts, user, agent, stamp, self.ids))
-                if drafts:
-                    touched.add((user, agent))
-            for user, agent in sorted(touched):
-                bump_version(conn, user, agent)
+    def _insert(self, run: Run, drafts: Sequence[CleanDraft], key: str, user: str, agent: str,
+                stamp: str) -> list[str]:
+        """Row by row: each insert gives its row number (AUTOINCREMENT)."""
+        conn = cast(_SQLiteRun, run).conn
+
+        def last_seq(session: str) -> int:
+            top = conn.execute("SELECT MAX(seq) FROM traces WHERE scope_key = ? AND session = ?",
+                               (key, session)).fetchone()[0]
+            return -1 if top is None else int(top)
+
+        out: list[str] = []
+        for item, seq in zip(drafts, number_drafts(drafts, last_seq)):
+            meta = dump_metadata(item.metadata)
+            rowid = conn.execute(
+                "INSERT INTO traces (scope_key, user_key, agent_key, session, seq, text, speaker, role,"
+                " session_time, event_time, recorded_at, source_id, metadata, attachments,"
+                " has_session) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (key, user, agent, item.session, seq, item.text, item.speaker, item.role,
+                 item.session_time, item.event_time, stamp, item.source_id, meta,
+                 dump_attachments(item.attachments), int(item.has_session))).lastrowid
+            if rowid is None:
+                raise StoreError("the insert returned no row id; nothing was changed")
+            conn.execute("INSERT INTO trace_history (scope_key, trace_rowid, event, at, new_text, new_metadata)"
+                         " VALUES (?,?,'add',?,?,?)", (key, rowid, stamp, item.text, meta))
+            out.append(self.ids.format(rowid))
+        derived.mark_dirty(run, key, list(dict.fromkeys(item.session for item in drafts)))
         return out
 
-    def update(self, tid: str, scope: Scope, *, text: Any = None, metadata: Any = None,
-               keep_history: bool = True) -> Trace:
-        """Replace text and/or metadata. The previous version stays in the history (auditable),
-        unless ``keep_history=False``: then every earlier version is erased (see the base)."""
-        new_text, new_meta, keep = self._clean_update(text, metadata, keep_history)
-        rowid = self.ids.parse(tid)
-        user, agent = scope_key(scope)
-        with self.transaction() as conn:
-            old_text, old_meta, session = _owned_row(conn, rowid, tid, scope)
-            text_out = new_text if new_text is not None else old_text
-            meta_out = dump_metadata(new_meta) if new_meta is not None else old_meta
-            conn.execute("UPDATE traces SET text=?, metadata=?, version=version+1 WHERE rowid_=?",
-                         (text_out, meta_out, rowid))
-            if not keep:
-                _purge_history(conn, user, agent, [rowid])
-                old_text = old_meta = None
-            conn.execute(
-                "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at, old_text,"
-                " new_text, old_metadata, new_metadata) VALUES (?,?,?,?,?,?,?,?,?)",
-                (rowid, user, agent, "update", now(), old_text, text_out, old_meta, meta_out))
-            _mark_dirty(conn, user, agent, session)
-            purge_units_of_trace(conn, user, agent, session, rowid)
-            _end_write(conn, user, agent, erase=not keep)
-        if not keep:
-            self._checkpoint()
-            self._scrub()
-        return self.get(tid, scope)
+    def _insert_parts(self, run: Run, key: str, parts: dict[str, bytes]) -> None:
+        run.many("INSERT INTO scope_snapshot_parts (scope_key, name, blob) VALUES (?, ?, ?)",
+                 [(key, name, blob) for name, blob in sorted(parts.items())])
 
-    def delete(self, tid: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
-        """Remove a trace and erase its text from every table and, with secure_delete and a
-        checkpoint, from the files (see the base); ``keep_history=True`` keeps it in history."""
-        rowid = self.ids.parse(tid)
-        keep = check_flag(keep_history, "keep_history")
-        user, agent = scope_key(scope)
-        with self.transaction() as conn:
-            session = _owned_row(conn, rowid, tid, scope)[2]
-            counts = _remove_traces(conn, user, agent, [rowid], keep_history=keep)
-            counts += purge_units_of_trace(conn, user, agent, session, rowid)
-            if not keep and _session_is_empty(conn, user, agent, session):
-                # Its last trace: the name goes too (the wipe below rebuilds other processes'
-                # indexes, so they need no change-log row to drop the session).
-                counts += derived.forget_session(conn, user, agent, session)
-            else:
-                _mark_dirty(conn, user, agent, session)
-            counts += _end_write(conn, user, agent, erase=not keep)
-        return self._receipt("trace", [tid], counts, erased=not keep, scope=scope)
+    def _time_condition(self, op: str) -> str:
+        # julianday() reads an offset; a time without one counts as UTC.
+        return f"julianday(COALESCE(event_time, session_time, recorded_at)) {op} julianday(?)"
 
-    def delete_session(self, session: str, scope: Scope, *, keep_history: bool = False) -> DeleteReceipt:
-        """Remove every trace of one session as ``delete`` removes one (see the base)."""
-        name = session_name(session)
-        keep = check_flag(keep_history, "keep_history")
-        user, agent = scope_key(scope)
-        with self.transaction() as conn:
-            rowids = [r[0] for r in conn.execute(
-                "SELECT rowid_ FROM traces WHERE user_key=? AND agent_key=? AND session=? AND has_session=1"
-                " ORDER BY rowid_", (user, agent, name))]
-            if not rowids:
-                raise NotFound(no_session_message(name, scope))
-            counts = _remove_traces(conn, user, agent, rowids, keep_history=keep)
-            counts += derived.purge_units_of_session(conn, user, agent, name)
-            if keep:
-                derived.note_session_change(conn, user, agent, name)
-            else:
-                counts += derived.forget_session(conn, user, agent, name)
-            counts += _end_write(conn, user, agent, erase=not keep)
-        return self._receipt("session", [self.ids.format(r) for r in rowids], counts, erased=not keep,
-                             scope=scope)
+    def _metadata_condition(self, name: str, value: Any) -> tuple[str, list[Any]]:
+        if value is None:
+            return f"json_extract(metadata, '$.{name}') IS NULL", []
+        return f"json_extract(metadata, '$.{name}') = ?", [int(value) if isinstance(value, bool) else value]
 
-    def delete_scope(self, scope: Scope) -> DeleteReceipt:
-        """Remove every trace, history event, derived row and per-scope fact (the embedder
-        fingerprint) of one scope, then checkpoint (see the base)."""
-        user, agent = scope_key(scope)
-        suffix = scope_meta_suffix(scope)
-        with self.transaction() as conn:
-            rowids = [r[0] for r in conn.execute(
-                "SELECT rowid_ FROM traces WHERE user_key=? AND agent_key=? ORDER BY rowid_", (user, agent))]
-            counts: Counter[str] = Counter()
-            for table in ("unit_vectors", "unit_mentions"):
-                counts[table] = conn.execute(
-                    f"SELECT COUNT(*) FROM {table} WHERE unit_id IN"
-                    " (SELECT id FROM units WHERE user_key=? AND agent_key=?)", (user, agent)).fetchone()[0]
-            for table in ("traces", "trace_history", "trace_signals", "units", "dirty_sessions",
-                          "entity_vectors", "session_changes", "scope_snapshots", "scope_snapshot_parts"):
-                counts[table] = conn.execute(f"DELETE FROM {table} WHERE user_key=? AND agent_key=?",
-                                             (user, agent)).rowcount
-            counts["store_meta"] = conn.execute(
-                "DELETE FROM store_meta WHERE instr(key, ':') > 0"
-                " AND substr(key, instr(key, ':') + 1) = ?", (suffix,)).rowcount
-            derived.forget_scope(conn, user, agent)
-        return self._receipt("scope", [self.ids.format(r) for r in rowids], counts, erased=True,
-                             scope=scope)
+    def _after_erasing_update(self) -> None:
+        self._erase_from_files()
 
     def _receipt(self, kind: str, trace_ids: Sequence[str], counts: Counter[str], *,
                  erased: bool, scope: Scope) -> DeleteReceipt:
-        """The receipt of a committed delete; an erasing one checkpoints the log first."""
-        checkpointed = self._checkpoint() if erased else False
-        compacted, unused = self._scrub() if erased else (False, [])
-        retained = retained_identifiers(kind, erased, self._scope_keys(scope))
-        if erased and not checkpointed:
-            retained.append(f"{self.path} and its -wal may keep copies of the old pages until the "
-                            "next checkpoint: another connection was reading the database")
-        retained += unused
+        """The receipt of a committed delete; an erasing one clears the files first."""
+        checkpointed, compacted, retained = self._erase_from_files() if erased else (False, False, [])
+        retained = retained_identifiers(kind, erased, self._scope_keys(scope)) + retained
         return make_receipt(kind, trace_ids, counts, history_text_purged=erased,
                             secure_delete=True, checkpointed=checkpointed, retained=retained,
                             compacted=compacted)
+
+    def _erase_from_files(self) -> tuple[bool, bool, builtins.list[str]]:
+        """After an erasure: rewrite the file when it is small enough (``_scrub``), then one
+        checkpoint. Returns (checkpointed, rewritten, what may remain: a sentence each)."""
+        compacted, unused = self._scrub()
+        checkpointed = self._checkpoint()
+        if not checkpointed:
+            unused.insert(0, f"{self.path} and its -wal may keep copies of the old pages until the "
+                             "next checkpoint: another connection was reading the database")
+        return checkpointed, compacted, unused
 
     def _scrub(self) -> tuple[bool, builtins.list[str]]:
         """After an erasure: clear the old copies of rows SQLite leaves in the unused space of
@@ -545,13 +488,14 @@ class SQLiteStore(SQLStore):
             return False, []  # no file
         with self._lock:
             self._check_open()
-            if self.size_bytes() <= self.erase_rewrite_bytes:
+            # The database's own size (its pages as of now), not the -wal's: the checkpoint
+            # that follows (``_erase_from_files``) empties that.
+            if self._pages_bytes() <= self.erase_rewrite_bytes:
                 try:
                     self.conn.execute("VACUUM")
                 except sqlite3.DatabaseError as exc:
                     failure = f"VACUUM failed: {exc}"
                 else:
-                    self._checkpoint()  # a busy reader: the receipt's checkpoint note says so
                     return True, []
             else:
                 failure = (f"the file is over {self.erase_rewrite_bytes / (1 << 20):g} MiB "
@@ -584,7 +528,7 @@ class SQLiteStore(SQLStore):
     def export_rows(self, scope: Scope | None, *, history: bool) -> Iterator[ExportRows]:
         """The records of ``scope`` (every scope when None) in one read transaction of a second,
         read-only connection: one version of the file, while this store keeps writing."""
-        key = None if scope is None else scope_key(scope)
+        key = None if scope is None else self._scope(scope)
         self._check_open()
         conn = portable.snapshot_connection(self.path, self._configure, self.lock_timeout_s)
         try:
@@ -598,7 +542,7 @@ class SQLiteStore(SQLStore):
         """Write checked records back in one transaction, ids kept or new (see the role)."""
         codec = None if id_key is None else id_codec(id_key, self.path)
         with self.transaction() as conn:
-            portable.restore(conn, items, codec, id_key, last_row, self.path)
+            portable.restore(_SQLiteRun(conn), self.dialect, items, codec, id_key, last_row, self.path)
         if codec is not None:
             self.ids = codec
 
@@ -620,145 +564,13 @@ class SQLiteStore(SQLStore):
 
         return portable.backup(copy, Path(dest), self.path)
 
-    # -- reads --------------------------------------------------------------------------
-    def get_rowids(self, rowids: Sequence[int]) -> dict[int, Trace]:
-        out: dict[int, Trace] = {}
-        ids = list(rowids)
-        for start in range(0, len(ids), 900):
-            chunk = ids[start:start + 900]
-            marks = ",".join("?" * len(chunk))
-            for row in self.read(f"SELECT {COLUMNS} FROM traces WHERE rowid_ IN ({marks})", chunk):
-                out[row[0]] = to_trace(row, self.ids)
-        return out
-
-    def list(self, scope: Scope, *, session: str | None = None, since: Any = None,
-             until: Any = None, metadata: dict[str, Any] | None = None,
-             limit: int | None = None, offset: int = 0) -> list[Trace]:
-        """Traces of one scope in (session, seq) order, optionally filtered."""
-        user, agent = scope_key(scope)
-        where = ["user_key=?", "agent_key=?"]
-        params: list[Any] = [user, agent]
-        if session is not None:
-            where.append("session=?")
-            params.append(validate.clean_optional_str(session, "session") or "")
-        # Instants, not text: stored times keep their offsets, and julianday() reads an offset
-        # (a time without one counts as UTC, as dates.utc_key takes it).
-        time_expr = "julianday(COALESCE(event_time, session_time, recorded_at))"
-        for bound, op, field in ((since, ">=", "since"), (until, "<=", "until")):
-            cleaned = validate.clean_time(bound, field)
-            if cleaned is not None:
-                where.append(f"{time_expr} {op} julianday(?)")
-                params.append(cleaned)
-        for key, value in clean_list_filters(metadata, limit, offset).items():
-            if value is None:
-                where.append(f"json_extract(metadata, '$.{key}') IS NULL")
-            else:
-                where.append(f"json_extract(metadata, '$.{key}') = ?")
-                params.append(int(value) if isinstance(value, bool) else value)
-        sql = (f"SELECT {COLUMNS} FROM traces WHERE {' AND '.join(where)} "
-               f"ORDER BY session_time IS NULL, session_time, session, seq, rowid_")
-        if limit is not None or offset:
-            # SQLite takes OFFSET only after a LIMIT; -1 means no limit.
-            sql += f" LIMIT {-1 if limit is None else int(limit)} OFFSET {int(offset)}"
-        return [to_trace(row, self.ids) for row in self.read(sql, params)]
-
     def size_bytes(self) -> int:
-        pages, page_size = self.read("PRAGMA page_count")[0][0], self.read("PRAGMA page_size")[0][0]
         wal = Path(f"{self.path}-wal")
-        return int(pages * page_size) + (wal.stat().st_size if self.path != ":memory:" and wal.exists() else 0)
+        return self._pages_bytes() + (wal.stat().st_size if self.path != ":memory:" and wal.exists() else 0)
+
+    def _pages_bytes(self) -> int:
+        pages, page_size = self.read("PRAGMA page_count")[0][0], self.read("PRAGMA page_size")[0][0]
+        return int(pages * page_size)
+
 
 TraceStore = SQLiteStore  # the name before backends existed; existing imports keep working
-
-def _owned_row(conn: sqlite3.Connection, rowid: int, tid: str, scope: Scope) -> tuple:
-    """(text, metadata, session) of a trace in ``scope``, or NotFound: writes never cross scopes."""
-    row = conn.execute(
-        "SELECT text, metadata, session FROM traces WHERE rowid_=? AND user_key=? AND agent_key=?",
-        (rowid, *scope.key)).fetchone()
-    if row is None:
-        raise NotFound(not_found_message(tid, scope))
-    return row
-
-
-def _session_is_empty(conn: sqlite3.Connection, user: str, agent: str, session: str) -> bool:
-    return conn.execute("SELECT 1 FROM traces WHERE user_key=? AND agent_key=? AND session=? LIMIT 1",
-                        (user, agent, session)).fetchone() is None
-
-
-def _mark_dirty(conn: sqlite3.Connection, user: str, agent: str, session: str) -> None:
-    conn.execute("INSERT OR IGNORE INTO dirty_sessions VALUES (?,?,?)", (user, agent, session))
-
-
-def _remove_traces(conn: sqlite3.Connection, user: str, agent: str, rowids: Sequence[int], *,
-                   keep_history: bool) -> Counter[str]:
-    """Delete traces of one scope with a 'delete' event each: holding the old text and metadata
-    when ``keep_history``, else a tombstone, every earlier event emptied too. Rows per table."""
-    ids = json.dumps(list(rowids))
-    counts: Counter[str] = Counter()
-    if not keep_history:
-        counts["trace_history"] = _purge_history(conn, user, agent, rowids)
-    kept = "text, NULL, metadata, NULL" if keep_history else "NULL, NULL, NULL, NULL"
-    conn.execute(
-        "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at, old_text, new_text,"
-        f" old_metadata, new_metadata) SELECT rowid_, user_key, agent_key, 'delete', ?, {kept}"
-        f" FROM traces WHERE +user_key=? AND +agent_key=? AND rowid_ {_IN_JSON} ORDER BY rowid_",
-        (now(), user, agent, ids))
-    # `+user_key`: rows by primary key, not a walk of the scope's index (see derived.trace_signals)
-    counts["traces"] = conn.execute(f"DELETE FROM traces WHERE +user_key=? AND +agent_key=? AND rowid_ {_IN_JSON}",
-                                    (user, agent, ids)).rowcount
-    counts["trace_signals"] = conn.execute(
-        f"DELETE FROM trace_signals WHERE user_key=? AND agent_key=? AND trace_rowid {_IN_JSON}",
-        (user, agent, ids)).rowcount
-    return counts
-
-
-def _purge_history(conn: sqlite3.Connection, user: str, agent: str, rowids: Sequence[int]) -> int:
-    """Empty the text and metadata of every history event of these traces (tombstones: the
-    event, its time and the trace id stay); how many events held any."""
-    return conn.execute(
-        "UPDATE trace_history SET old_text=NULL, new_text=NULL, old_metadata=NULL, new_metadata=NULL"
-        f" WHERE user_key=? AND agent_key=? AND trace_rowid {_IN_JSON} AND (old_text IS NOT NULL"
-        " OR new_text IS NOT NULL OR old_metadata IS NOT NULL OR new_metadata IS NOT NULL)",
-        (user, agent, json.dumps(list(rowids)))).rowcount
-
-
-def _end_write(conn: sqlite3.Connection, user: str, agent: str, *, erase: bool) -> Counter[str]:
-    """Close a write that removed text: bump the scope's version; when it erases, also drop the
-    persisted index and mark a wipe, so that no index that saw the text is used or saved again
-    (every process rebuilds the scope's in-memory index from the store)."""
-    if not erase:
-        bump_version(conn, user, agent)
-        return Counter()
-    counts = derived.drop_snapshot(conn, user, agent)
-    bump_version(conn, user, agent, reset=True)
-    return counts
-
-
-def _insert(conn: sqlite3.Connection, drafts: Sequence[CleanDraft], user: str, agent: str,
-            now: str, ids: TraceIdCodec) -> list[str]:
-    """Insert checked drafts into one scope (inside the caller's transaction); their ids."""
-    def last_seq(session: str) -> int:
-        top = conn.execute("SELECT MAX(seq) FROM traces WHERE user_key=? AND agent_key=? AND session=?",
-                           (user, agent, session)).fetchone()[0]
-        return -1 if top is None else int(top)
-
-    out: list[str] = []
-    for item, seq in zip(drafts, number_drafts(drafts, last_seq)):
-        meta = dump_metadata(item.metadata)
-        cur = conn.execute(
-            "INSERT INTO traces (user_key, agent_key, session, seq, text, speaker, role,"
-            " session_time, event_time, recorded_at, source_id, metadata, attachments,"
-            " has_session) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (user, agent, item.session, seq, item.text, item.speaker, item.role,
-             item.session_time, item.event_time, now, item.source_id, meta,
-             dump_attachments(item.attachments), int(item.has_session)))
-        rowid = cur.lastrowid
-        if rowid is None:
-            raise StoreError("the insert returned no row id; nothing was changed")
-        conn.execute(
-            "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at,"
-            " new_text, new_metadata) VALUES (?,?,?,?,?,?,?)",
-            (rowid, user, agent, "add", now, item.text, meta))
-        out.append(ids.format(rowid))
-    for session in dict.fromkeys(item.session for item in drafts):
-        _mark_dirty(conn, user, agent, session)
-    return out

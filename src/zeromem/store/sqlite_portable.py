@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput, StoreError
-from .derived import bump_version
+from .checks import scope_json
+from .dialect import Dialect, Run
 from .ids import ID_KEY, TraceIdCodec
 from .roles.portable import (
     EXPORT_PAGE,
@@ -31,8 +32,8 @@ from .roles.portable import (
 from .rows import COLUMNS
 
 Read = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
-_HISTORY = ("SELECT trace_rowid, user_key, agent_key, event, at, old_text, new_text, old_metadata,"
-            " new_metadata, id FROM trace_history")
+_HISTORY = ("SELECT trace_rowid, json_extract(scope_key, '$[0]'), json_extract(scope_key, '$[1]'), event, at,"
+            " old_text, new_text, old_metadata, new_metadata, id FROM trace_history")
 
 
 def snapshot_connection(path: str, configure: Callable[[sqlite3.Connection], None],
@@ -80,14 +81,15 @@ def _paged(read: Read, sql: str, params: Sequence[Any], start: tuple[int, ...],
         after = key(rows[-1])
 
 
-def export_rows(read: Read, scope: tuple[str, str] | None, history: bool) -> ExportRows:
-    """The records of ``scope`` (every scope when None) by row number (see ``ExportRows``)."""
+def export_rows(read: Read, scope: str | None, history: bool) -> ExportRows:
+    """The records of the scope whose ``scope_key`` is ``scope`` (every scope when None) by row
+    number (see ``ExportRows``)."""
     where: str = ""
     params: tuple[str, ...] = ()
     if scope is not None:
         # `+`: walk the primary key (row order) and filter, rather than the scope's index, which
         # is not in row order and would be sorted again for every page.
-        where, params = "+user_key = ? AND +agent_key = ? AND ", scope
+        where, params = "+scope_key = ? AND ", (scope,)
     key = read("SELECT value FROM store_meta WHERE key = ?", (ID_KEY,))
     seq = read("SELECT seq FROM sqlite_sequence WHERE name = 'traces'", ())
     traces = _paged(read, f"SELECT {COLUMNS} FROM traces WHERE {where}rowid_ > ? ORDER BY rowid_ LIMIT ?",
@@ -102,32 +104,32 @@ def export_rows(read: Read, scope: tuple[str, str] | None, history: bool) -> Exp
     return ExportRows(str(key[0][0]), int(seq[0][0]) if seq else 0, traces, events)
 
 
-def restore(conn: sqlite3.Connection, items: Iterable[Restored], codec: TraceIdCodec | None,
+def restore(run: Run, d: Dialect, items: Iterable[Restored], codec: TraceIdCodec | None,
             id_key: str | None, last_row: int, path: str) -> None:
     """Write ``items`` inside the caller's write transaction (see ``Portable.restore``)."""
-    empty = not conn.execute("SELECT EXISTS (SELECT 1 FROM traces) OR EXISTS (SELECT 1 FROM trace_history)"
-                             ).fetchone()[0]
+    conn = run
+    empty = not conn("SELECT EXISTS (SELECT 1 FROM traces) OR EXISTS (SELECT 1 FROM trace_history)").fetchone()[0]
     if codec is not None:
-        stored = conn.execute("SELECT value FROM store_meta WHERE key = ?", (ID_KEY,)).fetchone()
+        stored = conn("SELECT value FROM store_meta WHERE key = ?", (ID_KEY,)).fetchone()
         if stored is None or stored[0] != id_key:
             if not empty:
                 raise InvalidInput(key_taken_message(path))
-            conn.execute("INSERT OR REPLACE INTO store_meta (key, value) VALUES (?, ?)", (ID_KEY, id_key))
+            conn("INSERT OR REPLACE INTO store_meta (key, value) VALUES (?, ?)", (ID_KEY, id_key))
     # The highest row number ever handed out: AUTOINCREMENT's counter, or a row above it.
-    top = int(conn.execute(
+    top = int(conn(
         "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'traces'), 0),"
         " COALESCE((SELECT MAX(rowid_) FROM traces), 0),"
         " COALESCE((SELECT MAX(trace_rowid) FROM trace_history), 0))").fetchone()[0])
     high = max(top, last_row)
-    scopes: set[tuple[str, str]] = set()
-    owner: tuple[int, str, str] | None = None  # the row, user and agent the next events belong to
+    scopes: set[str] = set()
+    owner: tuple[str, int] | None = None  # the scope and row the next events belong to
     for item in items:
         if isinstance(item, RestoredEvent):
             if owner is None:
                 raise InvalidInput("a history event comes before any trace")
-            conn.execute(
-                "INSERT INTO trace_history (trace_rowid, user_key, agent_key, event, at, old_text, new_text,"
-                " old_metadata, new_metadata) VALUES (?,?,?,?,?,?,?,?,?)",
+            conn(
+                "INSERT INTO trace_history (scope_key, trace_rowid, event, at, old_text, new_text,"
+                " old_metadata, new_metadata) VALUES (?,?,?,?,?,?,?,?)",
                 (*owner, item.event, item.at, item.old_text, item.new_text, item.old_metadata, item.new_metadata))
             continue
         if codec is None:
@@ -135,28 +137,30 @@ def restore(conn: sqlite3.Connection, items: Iterable[Restored], codec: TraceIdC
             rowid = top
         else:
             rowid = item.rowid
-            if not empty and conn.execute(
+            if not empty and conn(
                     "SELECT EXISTS (SELECT 1 FROM traces WHERE rowid_ = ?)"
                     " OR EXISTS (SELECT 1 FROM trace_history WHERE trace_rowid = ?)", (rowid, rowid)).fetchone()[0]:
                 raise InvalidInput(row_taken_message(codec.format(rowid)))
         high = max(high, rowid)
-        if (item.user, item.agent) not in scopes:
-            scopes.add((item.user, item.agent))
+        key = scope_json(item.user, item.agent)
+        if key not in scopes:
+            scopes.add(key)
             # A wipe: an in-memory index of the scope (any process) is built again from the store.
-            bump_version(conn, item.user, item.agent, reset=True)
-        owner = (rowid, item.user, item.agent)
+            d.lock_scope(run, key, reset=True)
+        owner = (key, rowid)
         if isinstance(item, RestoredTrace):
-            conn.execute(
-                "INSERT INTO traces (rowid_, user_key, agent_key, session, seq, text, speaker, role,"
+            conn(
+                "INSERT INTO traces (scope_key, rowid_, user_key, agent_key, session, seq, text, speaker, role,"
                 " session_time, event_time, recorded_at, source_id, metadata, attachments, version,"
-                " has_session) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (rowid, item.user, item.agent, item.session, item.seq, item.text, item.speaker, item.role,
+                " has_session) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (key, rowid, item.user, item.agent, item.session, item.seq, item.text, item.speaker, item.role,
                  item.session_time, item.event_time, item.recorded_at, item.source_id, item.metadata,
                  item.attachments, item.version, int(item.has_session)))
-            conn.execute("INSERT OR IGNORE INTO dirty_sessions VALUES (?,?,?)", (item.user, item.agent, item.session))
+            conn("INSERT INTO dirty_sessions (scope_key, session) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                 (key, item.session))
     # Later adds continue above every row the export knew of, deleted ones included.
-    if not conn.execute("UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = 'traces'", (high,)).rowcount:
-        conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('traces', ?)", (high,))
+    if not conn("UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = 'traces'", (high,)).rowcount:
+        conn("INSERT INTO sqlite_sequence (name, seq) VALUES ('traces', ?)", (high,))
 
 
 def backup(copy: Callable[[sqlite3.Connection], None], dest: Path, path: str) -> dict[str, Any]:

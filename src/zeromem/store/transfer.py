@@ -22,8 +22,8 @@ from .sqlite import SQLiteStore
 _TRACES = ("SELECT rowid_, user_key, agent_key, session, seq, text, speaker, role, session_time,"
            " event_time, recorded_at, source_id, metadata, attachments, version, has_session"
            " FROM traces ORDER BY rowid_")
-_HISTORY = ("SELECT trace_rowid, user_key, agent_key, event, at, old_text, new_text, old_metadata,"
-            " new_metadata FROM trace_history ORDER BY id")
+_HISTORY = ("SELECT trace_rowid, json_extract(scope_key, '$[0]'), json_extract(scope_key, '$[1]'), event, at,"
+            " old_text, new_text, old_metadata, new_metadata FROM trace_history ORDER BY id")
 _KEYS = "SELECT key_id, key_hash, user_key, agent_key, label, created_at, revoked_at FROM api_keys"
 
 

@@ -4,7 +4,7 @@ so an in-memory index catches up without reading the whole scope again."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Protocol
+from typing import Any, Protocol
 
 from ...types import Scope
 
@@ -35,7 +35,7 @@ class ChangeLog(ABC):
 
     @abstractmethod
     def read_changes(self, scope: Scope, since: int, known_entities: set[str],
-                     held: HeldRows | None = None) -> dict:
+                     held: HeldRows | None = None) -> dict[str, Any]:
         """In one read transaction, what an in-memory index at version ``since`` lacks:
         ``version``, ``full`` (rebuild from scratch), ``sessions``, their ``traces`` ((rowid, Trace)),
         ``units`` rows (id, session, level, position, text, text_hash, rowids JSON, vector),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ...types import Scope
 
@@ -52,7 +53,7 @@ class DerivedStore(ABC):
 
     @abstractmethod
     def stored_encodings(self, scope: Scope, text_hashes: Sequence[str], sessions: Sequence[str] = ()
-                         ) -> tuple[dict[str, bytes], dict[str, list[tuple]]]:
+                         ) -> tuple[dict[str, bytes], dict[str, list[tuple[Any, ...]]]]:
         """(vector by text hash, mentions by text hash) already stored in the scope; a text that
         the ``sessions``' own turn / span units have is answered from them (one read)."""
 

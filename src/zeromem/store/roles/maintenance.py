@@ -31,6 +31,11 @@ class Maintenance(ABC):
         ``last_time`` and ``units`` ({level: derived units}).
         """
 
+    def placement(self) -> dict[str, Any] | None:
+        """How the data is placed across the nodes of a cluster (PostgreSQL on Citus), or None
+        where it is on one node: a file, a plain server."""
+        return None
+
     @abstractmethod
     def close(self) -> None:
         """Release the connection; the object must not be used afterwards."""

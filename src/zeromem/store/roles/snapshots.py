@@ -16,7 +16,7 @@ class TraceRows:
     whole traces only for the evidence it returns (``trace``)."""
 
     def __init__(self, rows: dict[int, Any], to_trace: Callable[[Any], Trace],
-                 to_fields: Callable[[Any], tuple], *, session_column: int | None = None,
+                 to_fields: Callable[[Any], tuple[Any, ...]], *, session_column: int | None = None,
                  unsettled: frozenset[str] | None = None) -> None:
         self._rows = rows
         self._to_trace = to_trace
@@ -43,7 +43,7 @@ class TraceRows:
             return {}
         return {rowid: row[column] for rowid, row in self._rows.items()}
 
-    def fields_many(self, rowids: list[int]) -> list[tuple]:
+    def fields_many(self, rowids: list[int]) -> list[tuple[Any, ...]]:
         """(text, attachments, speaker, session, event_time, session_time, recorded_at, role) of
         each of ``rowids``, every one of which must be a row here."""
         rows, to_fields = self._rows, self._to_fields
