@@ -78,6 +78,9 @@ class RetrievalConfig:
     use_hierarchy: bool = True
     use_closure: bool = True
     use_calibration: bool = True
+    # Rule families switched off by name (retrieval/rules.py registers them with their origin;
+    # `zeromem bench ablate` measures each one's worth this way). Empty: the engine as tuned.
+    disabled_rules: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

@@ -39,6 +39,7 @@ from .no_answer import no_answer_inputs
 from .prepared import PreparedScope
 from .profile import QueryProfile, build_profile, hard_terms, question_focus, question_parts
 from .route import Route, route
+from .rules import checked_rules
 from .select import query_term_weights, select_evidence
 from .turn_scores import LEXICAL_SHARE, score_candidate_turns, score_every_turn
 
@@ -111,6 +112,7 @@ class Engine:
         self.config = config
         self.tokenize = tokenize
         self.encode_query = encode_query
+        self.off = checked_rules(config.disabled_rules)  # rule families switched off (rules.py)
 
     def search(self, prep: PreparedScope, query: str, *, k: int = 10, session: str | None = None,
                as_of: dt.datetime | None = None, allowed_rowids: set[int] | None = None,
@@ -122,9 +124,12 @@ class Engine:
         failing query embedding raises ``EncoderFailure`` (the caller may search again skipping
         ``"dense"``)."""
         t0 = time.perf_counter()
-        query = question_focus(query)  # a message's question, not the statements around it
-        # "Kate" for the account "Emi", "Faheem" for "Fahim": the speaker's name from here on.
-        query = prep.speaker_names.canonical(query)
+        off = self.off
+        if "question_focus" not in off:
+            query = question_focus(query)  # a message's question, not the statements around it
+        if "speaker_aliases" not in off:
+            # "Kate" for the account "Emi", "Faheem" for "Fahim": the speaker's name from here on.
+            query = prep.speaker_names.canonical(query)
         qvec = None if DENSE in skip else self._query_vector(self._embedded(prep, query))
         t_enc = time.perf_counter()
         # The per-query arrays are small: a multi-threaded BLAS spends more time waking its
@@ -132,7 +137,8 @@ class Engine:
         with one_blas_thread():
             result = self._search(prep, query, qvec, t0, t_enc, k, session, as_of, allowed_rowids,
                                   GRAPH in skip, hidden_rowids, asked_on)
-            parts = question_parts(query) if self.config.answer_each_question else [query]
+            each = self.config.answer_each_question and "several_questions" not in off
+            parts = question_parts(query) if each else [query]
             if len(parts) < 2:
                 return result
             # A message that asks two things needs evidence for both: each question is searched
@@ -145,8 +151,7 @@ class Engine:
         result.timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return result
 
-    @staticmethod
-    def _embedded(prep: PreparedScope, query: str) -> str:
+    def _embedded(self, prep: PreparedScope, query: str) -> str:
         """What the query embedding reads. In a memory of short messages (median at most
         ``SHORT_MESSAGE_WORDS`` words) the speakers' names are left out: every unit reads
         "Nicolas: …", and in "Nicolas: And its crazy" the name is most of the text, so "What
@@ -154,7 +159,7 @@ class Engine:
         compatibility still favours his turns). A small scope keeps the names: with a handful of
         turns the name can be the only thing that ties a question to its person's turns, and
         without it their scores can fall to nothing."""
-        if prep.median_turn_words > SHORT_MESSAGE_WORDS or _small(prep):
+        if prep.median_turn_words > SHORT_MESSAGE_WORDS or _small(prep) or "short_message_query" in self.off:
             return query
         return prep.speaker_names.without_names(query)
 
@@ -171,23 +176,24 @@ class Engine:
         """The pipeline: profile and route the query → score every turn in both views → fuse
         and calibrate → primary candidates and their closure → select at most ``k`` turns →
         evidence with provenance, and the no-answer score."""
-        cfg = self.config
+        cfg, off = self.config, self.off
         profile = build_profile(query, prep.speakers, asked_on)
         cues = profile.temporal_cues
-        if len({(c.start_char, c.end_char) for c in cues}) < len(cues):  # a date written two ways
-            profile.temporal_cues = one_reading(cues, prep.date_range)
-        plan = route(profile, cfg.primary_weight, cfg.local_primary_weight)
+        if len({(c.start_char, c.end_char) for c in cues}) < len(cues) and "date_reading" not in off:
+            profile.temporal_cues = one_reading(cues, prep.date_range)  # a date written two ways
+        plan = (route(profile, cfg.primary_weight, cfg.local_primary_weight) if "routing" not in off
+                else Route("local", cfg.local_primary_weight))
         qtokens = self.tokenize(query)
         if prep.n_live == 0:
             return SearchResult([], profile, plan, 1.0, _timings(t0, t_enc))
         budget = max(1, int(k))
         eligible = _eligible(prep, session, as_of, allowed_rowids, hidden_rowids) & prep.alive
-        small = _small(prep)
+        small = _small(prep) and "small_scope" not in off
         views = self._views(prep, query, qvec, qtokens, profile, eligible, small)
-        prior = _role_prior(prep, profile)
+        prior = _role_prior(prep, profile) if "asker_role" not in off else None
         score, compat, unboosted = self._ranking(prep, profile, plan, views, eligible, skip_graph or small, prior)
         weights = query_term_weights(qtokens, prep.term_df, prep.n_live)  # closure and selection
-        hops = profile.bridge and cfg.closure_subject_hops
+        hops = profile.bridge and cfg.closure_subject_hops and "subject_hops" not in off
         chosen = self._candidates(prep, score, eligible, budget, prior, weights, hops=hops)
         ranked, superseded = self._selection(prep, profile, weights, chosen, budget, as_of, eligible)
         judged = ranked
@@ -214,17 +220,18 @@ class Engine:
         """Every turn scored by view 2 (BM25 + cosine at every level, lifted onto turns by the
         hierarchy, plus a named episode) and view 1 (PPR from the aligned entities and the
         best turns, then lexical refinement). Large scopes score their candidate turns only."""
-        cfg = self.config
+        cfg, off = self.config, self.off
         index = prep.index
-        title = _title_match(query, prep)
+        title = _title_match(query, prep) if "titles" not in off else np.zeros(prep.n_turns)
         grams = query_ngrams([w for w in profile.words])
         aligned = align_entities(prep.graph, grams, qvec, index)
-        share = AGGREGATE_LEXICAL_SHARE if profile.aggregation else LEXICAL_SHARE
-        levels = None  # hierarchy.LEVEL_WEIGHTS
+        share = AGGREGATE_LEXICAL_SHARE if profile.aggregation and "aggregation" not in off else LEXICAL_SHARE
+        levels = None if "hierarchy_levels" not in off else {"turn": LEVEL_WEIGHTS["turn"]}
         if small:
             share = min(share, SMALL_SCOPE_LEXICAL_SHARE)
             if len(prep.speakers) <= 1:
-                levels = {level: LEVEL_WEIGHTS[level] for level in ONE_SPEAKER_LEVELS}
+                levels = {level: LEVEL_WEIGHTS[level] for level in ONE_SPEAKER_LEVELS
+                          if levels is None or level in levels}
         if qvec is None:
             share = 1.0  # no cosine to mix in: BM25 is each level's whole score
         if prep.n_live > cfg.large_scope_turns:
@@ -242,7 +249,7 @@ class Engine:
         # Verbatim term checks are string work: spend them only on turns that can still win.
         shortlist = top_indices(np.where(prep.alive, _settle(np.maximum(hier, ppr)), -1.0), REFINE_SHORTLIST)
         refine = _lexical_refinement(query, prep.turn_lower, shortlist)
-        graph = (1 - REFINE_SHARE) * ppr + REFINE_SHARE * refine
+        graph = (1 - REFINE_SHARE) * ppr + REFINE_SHARE * refine if "lexical_refinement" not in off else ppr
         return _TurnViews(lifted, hier, ppr, refine, graph, scores.dense_cosine, scores.nodes)
 
     def _ranking(self, prep: PreparedScope, profile: QueryProfile, plan: Route, views: _TurnViews,
@@ -252,9 +259,9 @@ class Engine:
         without the answer-kind boost, None when that boost left every score as it was): the
         views fused with the route's weights, times subject and time compatibility, the
         question-turn prior and the answer-label boosts."""
-        cfg = self.config
+        cfg, off = self.config, self.off
         w_graph, w_hier = plan.weights()
-        if not cfg.use_graph:
+        if not cfg.use_graph or "graph_view" in off:
             w_graph, w_hier = 0.0, 1.0
         if not cfg.use_hierarchy:
             w_graph, w_hier = 1.0, 0.0
@@ -268,18 +275,21 @@ class Engine:
             # A question about two participants ("What do Joanna and Nate share?") has no
             # single subject whose turns should lead.
             subject = profile.subject if len(profile.mentioned_speakers) < 2 else None
-            compat = prep.subject_compat(subject)
-            compat = compat * time_compat(prep.turn_dates, profile.temporal_cues, views.nodes)
+            if "subject_compat" not in off:
+                compat = prep.subject_compat(subject)
+            if "time_cues" not in off:
+                compat = compat * time_compat(prep.turn_dates, profile.temporal_cues, views.nodes)
         # A turn that asks rather than states is rarely evidence (DMF's query_like signal): on
         # the shared LoCoMo conversations 13 % of turns ending in "?" are cited, 29 % of others.
-        score = fused * compat * np.where(prep.question_like, cfg.question_turn_prior, 1.0)
+        asking = cfg.question_turn_prior if "question_turn_prior" not in off else 1.0
+        score = fused * compat * np.where(prep.question_like, asking, 1.0)
         if prior is not None:
             score = score * prior
-        if profile.aggregation and profile.answer_labels:
+        if profile.aggregation and profile.answer_labels and "answer_labels" not in off:
             # "Which cities has Omar visited?": the turns that name a city are the candidates.
             score = score * np.where(prep.turns_with_labels(profile.answer_labels), 1 + ANSWER_LABEL_BOOST, 1.0)
         unboosted = None
-        if profile.answer_kind_labels and ANSWER_KIND_BOOST:  # empty for list questions
+        if profile.answer_kind_labels and ANSWER_KIND_BOOST and "answer_kind" not in off:  # none for lists
             # "When did Jon move?", "Where did they meet?": a turn that says when, or names a
             # place, can answer it; a turn on the same topic that does not rarely can.
             kind = prep.turns_with_labels(profile.answer_kind_labels)
@@ -294,7 +304,8 @@ class Engine:
         """turn → (score, reason): the top-K primary turns, their closure (replies, context
         turns, title hops, subject hops when ``hops``, graph bridges when enabled) and the next
         best by score."""
-        cfg = self.config
+        cfg, off = self.config, self.off
+        neighbours = cfg.closure_neighbours if "reply_closure" not in off else 0
         primary = [int(i) for i in top_indices(score, min(cfg.top_k_primary, budget)) if score[i] > 0]
         chosen: dict[int, tuple[float, str]] = {i: (float(score[i]), "primary") for i in primary}
         if cfg.use_closure and primary:
@@ -303,8 +314,9 @@ class Engine:
                 question_like=prep.question_like, unit_entities=prep.graph.unit_entities,
                 entity_df=prep.graph.entity_df, turns_of_entities=prep.graph.turns_of_entities,
                 next_turn=prep.hier.next_turn.view(), prev_turn=prep.hier.prev_turn.view(),
-                n_live=prep.n_live, neighbours=cfg.closure_neighbours,
-                bridges=cfg.closure_graph_bridges, titled_turns=prep.titled_turns,
+                n_live=prep.n_live, neighbours=neighbours,
+                bridges=cfg.closure_graph_bridges,
+                titled_turns=prep.titled_turns if "title_hops" not in off else None,
                 relevance=normalize_live(np.maximum(score, 0), prep.index.turns.live()),
                 prior=prior, linking=prep.named_entities, name=lambda node: prep.trace(node).id,
                 residual=_residual_match(weights, prep),
@@ -312,7 +324,8 @@ class Engine:
                 hop_targets=[int(i) for i in top_indices(score, 3 * budget) if eligible[i]] if hops else (),
                 # Who speaks to whom: only where two or more people write (one-speaker notes
                 # have no replies to find past a burst).
-                speaker=prep.turn_speaker if cfg.closure_neighbours == 1 and len(prep.speakers) > 1 else None)
+                speaker=prep.turn_speaker if neighbours == 1 and len(prep.speakers) > 1
+                and "burst_closure" not in off else None)
             for node, (value, reason) in extra.items():
                 if eligible[node]:
                     chosen[node] = (value, reason)
@@ -326,20 +339,21 @@ class Engine:
                    eligible: np.ndarray) -> tuple[list[tuple[int, tuple[float, str]]], dict[int, int]]:
         """(at most ``budget`` turns in evidence order, superseded turn → its successor): chosen
         by score, query-term coverage and session diversity, then the newest state first."""
-        cfg = self.config
+        cfg, off = self.config, self.off
         ranked = select_evidence(
             chosen, prep.hier.turn_session, budget,
-            diversity=min(AGGREGATE_DIVERSITY, cfg.session_diversity) if profile.aggregation
-            else cfg.session_diversity,
-            coverage_gain=cfg.coverage_gain, turn_terms=prep.turn_terms,
+            diversity=min(AGGREGATE_DIVERSITY, cfg.session_diversity)
+            if profile.aggregation and "aggregation" not in off else cfg.session_diversity,
+            coverage_gain=cfg.coverage_gain if "coverage_gain" not in off else 0.0, turn_terms=prep.turn_terms,
             query_weights=weights)
         # As of a time, the state is the newest assertion visible then, not the newest today.
         superseded = prep.superseded_by if as_of is None else prep.superseded_within(
             (prep.turn_time <= as_of.isoformat()) & prep.alive)
         if cfg.use_calibration:
-            ranked = newest_state_first(with_current_states(ranked, superseded, eligible, budget),
-                                         superseded)
-            if wants_newest_value(profile.text):
+            if "supersession_order" not in off:
+                ranked = newest_state_first(with_current_states(ranked, superseded, eligible, budget),
+                                             superseded)
+            if wants_newest_value(profile.text) and "newest_value" not in off:
                 ranked = values_newest_first(prep, ranked, weights)
         return ranked, superseded
 

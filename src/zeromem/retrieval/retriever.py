@@ -27,12 +27,14 @@ from .engine import Engine, SearchResult
 from .prepared import PreparedScope
 from .query import search_request
 from .render import RenderedContext
+from .rules import checked_rules
 from .scopes import ScopeIndexes
 
 
 class Retriever:
     def __init__(self, store: StoreBase, indexer: Any, encoders: Any, config: RetrievalConfig,
                  cache_bytes: int = 1024 << 20) -> None:
+        checked_rules(config.disabled_rules)  # an unknown family fails here, not at the first search
         self.store = store
         self.encoders = encoders
         self.config = config
