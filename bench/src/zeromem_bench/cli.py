@@ -265,6 +265,65 @@ def memdaily_command(
          extra={"data": [str(p) for p in data], "limit": limit}, memories=memories)
 
 
+def _named(values: list[str] | None) -> dict[str | None, str]:
+    """``NAME=VALUE`` items (a bare ``VALUE`` applies to every data set: key None)."""
+    out: dict[str | None, str] = {}
+    for value in values or []:
+        name, sep, rest = value.partition("=")
+        out[name.strip() if sep else None] = rest if sep else value
+    return out
+
+
+@bench_app.command("ablate")
+def ablate_command(
+    data: Annotated[list[str], typer.Option(
+        "--data", metavar="NAME=PATH", help="a data set to measure, NAME one of locomo, realtalk, "
+        "hotpotqa, longmemeval, memdaily (repeat the option for several)")],
+    limit: Annotated[list[str] | None, typer.Option(
+        "--limit", metavar="NAME=N", help="conversations (locomo, realtalk), questions (hotpotqa, "
+        "longmemeval) or trajectories per file (memdaily) of that data set")] = None,
+    memories: Annotated[list[str] | None, typer.Option(
+        "--memories", metavar="[NAME=]DIR", help="where that data set's memories are kept and "
+        "reopened (a bare DIR: every data set)")] = None,
+    families: Annotated[str | None, typer.Option(
+        "--families", help="comma-separated rule families (default: every registered one)")] = None,
+    json_out: JsonOut = None,
+    markdown_out: Annotated[Path | None, typer.Option(
+        "--markdown", metavar="OUT.md", help="write the table as Markdown")] = None,
+    progress: Progress = True,
+) -> None:
+    """Each rule family of the engine switched off in turn: its effect on each data set and a
+    verdict (pays on two or more, costs on none)."""
+    from zeromem.retrieval.rules import RULE_NAMES, rule_family
+
+    from . import ablate
+
+    try:
+        chosen = [rule_family(f.strip()).name for f in families.split(",") if f.strip()] \
+            if families else list(RULE_NAMES)
+        limits = {name: int(value) for name, value in _named(limit).items()}
+        folders = _named(memories)
+        sets = []
+        for name, path in _named(data).items():
+            if name not in ablate.KINDS:
+                _fail(f"--data needs NAME=PATH with NAME one of {', '.join(ablate.KINDS)}, got {name!r}")
+            folder = folders.get(name, folders.get(None))
+            sets.append(ablate.DataSet(name, Path(path), limits.get(name, limits.get(None)),
+                                       Path(folder) if folder else None))
+        document = ablate.run(sets, chosen, progress=progress)
+    except (ZeromemError, FileNotFoundError, ValueError) as exc:
+        _fail(str(exc))
+    rendered = ablate.table(document)
+    typer.echo(rendered)
+    if json_out is not None:
+        ablate.write(document, json_out)
+        typer.echo(f"wrote {json_out}")
+    if markdown_out is not None:
+        markdown_out.parent.mkdir(parents=True, exist_ok=True)
+        markdown_out.write_text(rendered + "\n", encoding="utf-8")
+        typer.echo(f"wrote {markdown_out}")
+
+
 @bench_app.command("scale")
 def scale_command(
     data: Annotated[Path, typer.Option("--data", metavar="FILE", help="one LoCoMo conversation")],

@@ -130,7 +130,7 @@ class Engine:
         if "speaker_aliases" not in off:
             # "Kate" for the account "Emi", "Faheem" for "Fahim": the speaker's name from here on.
             query = prep.speaker_names.canonical(query)
-        qvec = None if DENSE in skip else self._query_vector(self._embedded(prep, query))
+        qvec = None if DENSE in skip else self._query_vector(self._embedding_text(prep, query))
         t_enc = time.perf_counter()
         # The per-query arrays are small: a multi-threaded BLAS spends more time waking its
         # threads than computing (measured ~100x slower on a busy 2-core machine).
@@ -144,14 +144,19 @@ class Engine:
             # A message that asks two things needs evidence for both: each question is searched
             # on its own, and their evidence takes turns after the whole message's best.
             answers = [self._search(prep, part,
-                                    None if qvec is None else self._query_vector(self._embedded(prep, part)), t0,
+                                    None if qvec is None else self._query_vector(self._embedding_text(prep, part)), t0,
                                     t_enc, k, session, as_of, allowed_rowids, GRAPH in skip,
                                     hidden_rowids, asked_on).evidence for part in parts]
         result.evidence = taking_turns(result.evidence, answers, k)
         result.timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return result
 
-    def _embedded(self, prep: PreparedScope, query: str) -> str:
+    def _embedding_text(self, prep: PreparedScope, query: str) -> str:
+        """What the query embedding reads: ``_embedded`` unless that family is off."""
+        return query if "short_message_query" in self.off else self._embedded(prep, query)
+
+    @staticmethod
+    def _embedded(prep: PreparedScope, query: str) -> str:
         """What the query embedding reads. In a memory of short messages (median at most
         ``SHORT_MESSAGE_WORDS`` words) the speakers' names are left out: every unit reads
         "Nicolas: …", and in "Nicolas: And its crazy" the name is most of the text, so "What
@@ -159,7 +164,7 @@ class Engine:
         compatibility still favours his turns). A small scope keeps the names: with a handful of
         turns the name can be the only thing that ties a question to its person's turns, and
         without it their scores can fall to nothing."""
-        if prep.median_turn_words > SHORT_MESSAGE_WORDS or _small(prep) or "short_message_query" in self.off:
+        if prep.median_turn_words > SHORT_MESSAGE_WORDS or _small(prep):
             return query
         return prep.speaker_names.without_names(query)
 

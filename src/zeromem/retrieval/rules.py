@@ -45,8 +45,8 @@ RULE_FAMILIES: tuple[RuleFamily, ...] = (
     RuleFamily(
         "several_questions",
         "a message asking several questions also searches each one; their evidence takes turns "
-        "(off: one search)",
-        "D-053", "MemDaily", constants=("answer_each_question",),
+        "(off: one search, as RetrievalConfig.answer_each_question=False)",
+        "D-053", "MemDaily",
         tables=("retrieval/profile_zh.py:_JOINS",)),
     RuleFamily(
         "speaker_aliases",
@@ -174,8 +174,8 @@ RULE_FAMILIES: tuple[RuleFamily, ...] = (
     RuleFamily(
         "subject_hops",
         "a question that defines its subject through something else hops to turns sharing a top "
-        "candidate's subject (off: no subject hops)",
-        "D-051", "MemDaily", constants=("closure_subject_hops", "SUBJECT_HOP_DECAY"),
+        "candidate's subject (off: no subject hops, as RetrievalConfig.closure_subject_hops=False)",
+        "D-051", "MemDaily", constants=("SUBJECT_HOP_DECAY",),
         tables=("retrieval/profile.py:_BRIDGE", "retrieval/profile_zh.py:_BRIDGE")),
     RuleFamily(
         "coverage_gain",
