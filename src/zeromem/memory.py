@@ -74,6 +74,7 @@ class Memory:
         if config is not None and not isinstance(config, Config):
             raise InvalidInput(f"config must be a zeromem Config, got {type(config).__name__}")
         self.config: Config = config or Config()
+        self.config.validate()  # again: a field may have been changed since the Config was built
         scope_key(Scope(user, agent))  # a default scope no call could use is refused here, not at every call
         self._store = open_store(path if path is not None else default_db_path(),
                                 max_text_chars=self.config.max_text_chars,
@@ -85,7 +86,7 @@ class Memory:
         self._indexer = Indexer(self._store, lambda: self._encoders, window_turns=retrieval.window_turns,
                                stride=retrieval.window_stride)
         self._retriever = Retriever(self._store, self._indexer, self._encoders, retrieval,
-                                   _cache_bytes(self.config.index_cache_mb))
+                                   self.config.index_cache_bytes)
         self._lifecycle = Lifecycle(self._store, lambda: self._encoders)
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -590,11 +591,3 @@ def _to_draft(item: Any, index: int) -> TraceDraft:
         raise InvalidInput(f"trace #{index} has no 'text'")
     return TraceDraft(**item)
 
-
-def _cache_bytes(megabytes: Any) -> int:
-    """``Config.index_cache_mb`` in bytes, or InvalidInput for a value that is not a size."""
-    if isinstance(megabytes, bool) or not isinstance(megabytes, (int, float)) or not megabytes >= 0:
-        raise InvalidInput(f"index_cache_mb must be a number of MiB >= 0 (got {megabytes!r})")
-    if megabytes == float("inf"):
-        raise InvalidInput("index_cache_mb must be finite (a large number keeps every scope)")
-    return int(megabytes * (1 << 20))
