@@ -26,13 +26,17 @@ from .results import (
                      Neighbour,
                      NeighbourEntity,
                      Neighbourhood,
+                     NoAnswerSignals,
+                     QuerySummary,
+                     SearchExplain,
+                     SearchResult,
                      SessionInfo,
                      Stats,
 )
 from .retrieval.answer_calibration import Answer
-from .retrieval.engine import SearchResult
 from .retrieval.reading import HasText, Reader
 from .retrieval.render import RenderedContext
+from .scoped import ScopedMemory
 from .store.base import DeleteReceipt, TraceDraft
 from .store.portable import BackupReport, RestoreReport
 from .types import SAME_SCOPE, Evidence, HistoryEvent, Provenance, SameScope, Scope, TimeLike, Trace
@@ -61,8 +65,10 @@ __all__ = [
                      "Neighbour",
                      "NeighbourEntity",
                      "Neighbourhood",
+                     "NoAnswerSignals",
                      "NotFound",
                      "Provenance",
+                     "QuerySummary",
                      "Reader",
                      "RefreshReport",
                      "RenderedContext",
@@ -70,6 +76,8 @@ __all__ = [
                      "RetrievalConfig",
                      "SameScope",
                      "Scope",
+                     "ScopedMemory",
+                     "SearchExplain",
                      "SearchResult",
                      "SessionInfo",
                      "Stats",

@@ -25,14 +25,20 @@ from .results import (
     Neighbour,
     NeighbourEntity,
     Neighbourhood,
+    NoAnswerSignals,
+    QuerySummary,
+    SearchExplain,
+    SearchResult,
     SessionInfo,
     Stats,
 )
+from .retrieval import engine
 from .retrieval.answer_calibration import Answer, calibrate_answer
-from .retrieval.engine import SearchResult
+from .retrieval.calibrate import NO_ANSWER_THRESHOLD
 from .retrieval.reading import Reader
 from .retrieval.render import RenderedContext
 from .retrieval.retriever import Retriever
+from .scoped import ScopedMemory
 from .store import TraceDraft, open_store, validate
 from .store.base import DeleteReceipt, scope_key
 from .store.portable import BackupReport, RestoreReport, export_lines
@@ -110,6 +116,16 @@ class Memory:
     def __exit__(self, *exc: object) -> None:
         """Close (see ``close``)."""
         self.close()
+
+    def scoped(self, *, user: str | SameScope | None = SAME_SCOPE,
+               agent: str | SameScope | None = SAME_SCOPE) -> ScopedMemory:
+        """This memory in one scope, without ``user=`` / ``agent=`` on every call:
+        ``mem.scoped(user="ana").search("...")`` is ``mem.search("...", user="ana")``.
+        ``SAME_SCOPE`` (the default) keeps this memory's own user or agent; None means "no
+        user" / "no agent". The view shares this memory (closing the memory ends it)."""
+        scope = self._scope(user, agent)
+        scope_key(scope)  # a scope no call could use is refused here, as by the constructor
+        return ScopedMemory(self, scope)
 
     def _scope(self, user: str | SameScope | None, agent: str | SameScope | None) -> Scope:
         return Scope(self.scope.user if user is SAME_SCOPE else user,
@@ -389,24 +405,26 @@ class Memory:
         from its calendar day and the turns of that period rank first. Without either, relative
         times in the query are not resolved (the answer never depends on the clock).
         """
-        return self.search_detailed(query, k=k, session=session, as_of=as_of, filters=filters,
-                                    user=user, agent=agent, now=now).evidence
+        return list(self.search_detailed(query, k=k, session=session, as_of=as_of, filters=filters,
+                                         user=user, agent=agent, now=now).evidence)
 
     @traced("zeromem.search", describe_search)
     def search_detailed(self, query: str, *, k: int = 10, session: str | None = None,
                         as_of: TimeLike = None, filters: Mapping[str, Any] | None = None,
                         user: str | SameScope | None = SAME_SCOPE, agent: str | SameScope | None = SAME_SCOPE,
                         now: TimeLike = None) -> SearchResult:
-        """Like ``search`` but also returns the query profile, route, timings, no-answer score
-        and ``degraded``: what the search had to do without (empty when every model works).
+        """Like ``search`` but also returns the no-answer score and verdict, ``degraded``: what
+        the search had to do without (empty when every model works), and ``explain``: the
+        route, what it read from the query, its timings and the no-answer inputs.
 
         When the embedder or the NER pipeline is missing or fails, search still answers from
         what works — BM25 and the hierarchy always, the graph if NER works, dense similarity if
         the embedder works — and ``degraded`` says which component failed, why, and what was
         skipped (docs/design.md#degraded-search).
         """
-        return self._retriever.search(self._scope(user, agent), query, k=k, session=session,
-                                     as_of=as_of, filters=_as_dict(filters), now=now)
+        found = self._retriever.search(self._scope(user, agent), query, k=k, session=session,
+                                      as_of=as_of, filters=_as_dict(filters), now=now)
+        return _public_result(found)
 
     @traced("zeromem.render_context", describe_render)
     def render_context(self, query: str, *, k: int = 10, budget_tokens: int | None = 2000,
@@ -568,6 +586,25 @@ class Memory:
             return current  # nothing to drop: no new version, no history event
         metadata = {k: v for k, v in (current.metadata or {}).items() if k != drop}
         return self.update(trace_id, metadata={**metadata, **flags}, user=user, agent=agent)
+
+
+def _public_result(found: engine.SearchResult) -> SearchResult:
+    """The engine's result (its query profile, route and candidate pool are internal objects)
+    as the public, frozen ``SearchResult``; ``no_answer`` is the no-answer model's own cut."""
+    profile, inputs = found.profile, found.no_answer_inputs
+    query = QuerySummary(subject=profile.subject, answer_type=profile.answer_type,
+                         keywords=tuple(profile.keywords), names=tuple(profile.names),
+                         time_cues=tuple((cue.first.isoformat(), cue.last.isoformat())
+                                         for cue in profile.temporal_cues),
+                         asks_time=profile.asks_time, aggregation=profile.aggregation)
+    signals = None if inputs is None else NoAnswerSignals(**dataclasses.asdict(inputs))
+    explain = SearchExplain(route=found.route.primary, route_weight=float(found.route.rho), query=query,
+                            timings={stage: float(ms) for stage, ms in found.timings.items()},
+                            no_answer_inputs=signals)
+    score = float(found.no_answer_score)
+    return SearchResult(evidence=tuple(found.evidence), no_answer_score=score,
+                        no_answer=score >= NO_ANSWER_THRESHOLD, degraded=tuple(found.degraded),
+                        explain=explain)
 
 
 def _as_dict(value: Any) -> Any:

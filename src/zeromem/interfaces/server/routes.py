@@ -199,9 +199,9 @@ def search(body: SearchIn, who: CallerDep, mem: MemoryDep) -> SearchOut:
                                  filters=body.filters, now=body.now, **_scope(who))
     return SearchOut(query=body.query,
                      evidence=[EvidenceOut.from_evidence(ev, why=body.why) for ev in result.evidence],
-                     no_answer_score=float(result.no_answer_score),
-                     route={"primary": result.route.primary, "rho": result.route.rho},
-                     timings={k: float(v) for k, v in result.timings.items()},
+                     no_answer_score=float(result.no_answer_score), no_answer=result.no_answer,
+                     route={"primary": result.explain.route, "rho": result.explain.route_weight},
+                     timings=dict(result.explain.timings),
                      degraded=list(result.degraded))
 
 
