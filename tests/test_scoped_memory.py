@@ -27,7 +27,7 @@ def _public_methods(cls: type) -> dict[str, inspect.Signature]:
 def test_every_view_method_is_the_memory_method_without_the_scope_keywords():
     view = _public_methods(ScopedMemory)
     memory = _public_methods(Memory)
-    scoped_in_memory = {name for name, sig in memory.items() if SCOPE_KEYWORDS <= set(sig.parameters)}
+    scoped_in_memory = {name for name, sig in memory.items() if set(sig.parameters) >= SCOPE_KEYWORDS}
     assert scoped_in_memory - {"scoped"} == set(view)  # every scoped operation, nothing else
     for name, sig in view.items():
         expected = [p for p in memory[name].parameters.values()

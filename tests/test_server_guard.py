@@ -17,7 +17,7 @@ from internals import store_of
 from zeromem import Config, Memory
 from zeromem.interfaces.cli import app as cli_app
 from zeromem.interfaces.cli_service import worker_options
-from zeromem.interfaces.server import ServerSettings, create_app
+from zeromem.interfaces.server import ServerOptions, ServerSettings, WorkerSpec, create_app
 from zeromem.interfaces.server.app import ENVIRONMENT
 from zeromem.interfaces.server.guard import allowed_hosts, host_name
 from zeromem.store.keys import new_api_key
@@ -184,9 +184,9 @@ def test_serve_refuses_a_port_or_body_limit_it_cannot_honour(tmp_path, args, say
 
 def test_worker_options_keep_a_database_password_out_of_the_environment():
     url = "postgresql://zeromem:hunter2-secret@db.example:5432/memory"
-    with worker_options({"db": url}) as path:
+    with worker_options(WorkerSpec(ServerOptions(db=url))) as path:
         assert "hunter2" not in os.environ[ENVIRONMENT]
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
-        assert json.loads(path.read_text())["db"] == url
+        assert json.loads(path.read_text())["server"]["db"] == url
     assert not path.exists()
     assert ENVIRONMENT not in os.environ

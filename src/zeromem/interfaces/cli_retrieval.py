@@ -93,7 +93,8 @@ def search(
         rendered = mem.render(result.evidence, budget_tokens=None) if context else None
     if as_json:
         print_json({"query": query, "route": result.explain.route,
-                    "no_answer_score": result.no_answer_score, "no_answer": result.no_answer, "timings_ms": result.explain.timings,
+                    "no_answer_score": result.no_answer_score, "no_answer": result.no_answer,
+                    "timings_ms": result.explain.timings,
                     "evidence": result.evidence})
         return
     typer.echo(f"route={result.explain.route}  no_answer_score={result.no_answer_score:.2f}  "
