@@ -11,7 +11,6 @@ its configuration to its worker processes.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import math
 import os
@@ -231,12 +230,18 @@ def mib_bytes(value: Any, name: str) -> int:
     return int(value * MIB)
 
 
-@functools.cache
+_TYPE_HINTS: dict[str, dict[str, Any]] = {}
+
+
 def _hints(section: type) -> dict[str, Any]:
-    return typing.get_type_hints(section)
+    """The resolved field types of a section (the annotations are strings: postponed)."""
+    hints = _TYPE_HINTS.get(section.__name__)
+    if hints is None:
+        hints = _TYPE_HINTS[section.__name__] = typing.get_type_hints(section)
+    return hints
 
 
-def _check_fields(section: Any, prefix: str) -> None:
+def _check_fields(section: EncoderConfig | RetrievalConfig | Config, prefix: str) -> None:
     hints = _hints(type(section))
     for item in dataclasses.fields(section):
         name = prefix + item.name
@@ -266,13 +271,22 @@ def _check_value(name: str, kind: Any, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, number_types) or value != value:
         what = "an int" if kind is int else "a number"
         raise InvalidInput(f"{name} must be {what}, got {value!r}")
+    number: float = typing.cast(float, value)  # an int stays one: a huge int must not overflow a float
     low, high = _LIMITS.get(name, (None, None))
-    if (low is not None and value < low) or (high is not None and value > high) or value in (math.inf, -math.inf):
-        bounds = (f"between {low:g} and {high:g}" if low is not None and high is not None
-                  else f">= {low:g}" if low is not None else "finite")
+    infinite = isinstance(number, float) and math.isinf(number)
+    if (low is not None and number < low) or (high is not None and number > high) or infinite:
+        bounds = (f"between {low:n} and {high:n}" if low is not None and high is not None
+                  else f">= {low:n}" if low is not None else "finite")
         if name == "lock_timeout_s":
             bounds = "above 0 and at most 86400 (seconds)"
-        raise InvalidInput(f"{name} must be {bounds}, got {value!r}")
+        raise InvalidInput(f"{name} must be {bounds}, got {_shown(value)}")
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message; an int of thousands of digits cannot even be printed."""
+    if isinstance(value, int) and not -10**30 < value < 10**30:
+        return f"an int of {len(str(abs(value))) if abs(value) < 10**4000 else 'over 4000'} digits"
+    return repr(value)
 
 
 def _optional(kind: Any) -> Any:
