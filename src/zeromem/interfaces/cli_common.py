@@ -17,7 +17,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 
 from ..config import Config, default_db_path, parse_setting
-from ..errors import NotFound, ZeromemError
+from ..errors import InvalidInput, NotFound, ZeromemError
 from ..memory import Memory
 
 app = typer.Typer(
@@ -113,6 +113,26 @@ def load_config(file: Path | None, settings: list[str] | None, **flags: Any) -> 
     given = dict(parse_setting(text) for text in settings or ())
     given.update({name: value for name, value in flags.items() if value is not None})
     return Config.load(file=file, settings=given)
+
+
+def parse_key_values(pairs: list[str] | None, flag: str) -> dict[str, Any]:
+    """Repeated ``KEY=VALUE`` options (``--filter``, ``--metadata``) as a dict; VALUE is read
+    as JSON when it parses (so ``n=3`` and ``flag=true`` give a number and a boolean), else
+    kept as text."""
+    out: dict[str, Any] = {}
+    for pair in pairs or ():
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f"{flag} takes KEY=VALUE, got {pair[:100]!r}")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+        except (RecursionError, ValueError):  # nested past the parser's depth; huge numbers
+            raise InvalidInput(f"{flag} {key[:100]!r}: the value cannot be read as JSON (nested "
+                               "too deeply or a number too long); give plain values such as "
+                               "text, numbers and true/false") from None
+    return out
 
 
 def print_json(value: Any) -> None:
