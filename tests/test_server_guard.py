@@ -149,7 +149,7 @@ def test_a_chunked_body_over_the_limit_is_413(memory):
 def test_a_deeply_nested_metadata_filter_is_a_400(memory):
     client = _client(memory, require_auth=False, user="me")
     deep = '{"a": ' * 3000 + "1" + "}" * 3000
-    response = client.get("/v1/traces", params={"metadata": deep})
+    response = client.get("/v1/traces", params={"filters": deep})
     assert response.status_code == 400, response.text
     assert "nested too deeply" in response.json()["error"]["message"]
     body = {"query": "x", "filters": json.loads('{"a": ' * 500 + "1" + "}" * 500)}

@@ -153,7 +153,7 @@ def list_traces(
     until: Annotated[str | None, typer.Option(
         "--until", help="only traces at or before this time")] = None,
     filters: Annotated[list[str] | None, typer.Option(
-        "--filter", "--meta", metavar="KEY=VALUE", help="only traces whose metadata KEY equals VALUE "
+        "--filter", metavar="KEY=VALUE", help="only traces whose metadata KEY equals VALUE "
         "(repeatable; VALUE is read as JSON when it parses, else as text)")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=0, help="at most this many")] = None,
     offset: Annotated[int, typer.Option("--offset", min=0, help="skip this many first")] = 0,
