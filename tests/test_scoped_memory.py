@@ -75,7 +75,8 @@ def test_scoped_keeps_the_memorys_own_parts_and_refuses_a_bad_name():
 
 
 # -- property: a sequence of operations through a view gives what the same sequence gives
-# through Memory with the keywords (ids differ between scopes, so they are compared by position).
+# through Memory with the keywords, each on a store of its own (ids differ between stores, so
+# they are compared by position).
 TEXTS = st.sampled_from(["I moved to Denver last week.", "Bob adopted a cat named Miso.",
                          "We ate ramen in Tokyo in May.", "My sister plays the cello.",
                          "The meeting moved to Friday."])
@@ -127,8 +128,9 @@ def _run(ops, call, ids):
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
 def test_view_operations_equal_memory_operations_with_the_keywords(tmp_path_factory, ops):
-    with Memory(tmp_path_factory.mktemp("scoped") / "m.db") as mem:
-        view = mem.scoped(user="ana", agent="bot")
+    folder = tmp_path_factory.mktemp("scoped")
+    with Memory(folder / "view.db") as viewed, Memory(folder / "keywords.db") as keyed:
+        view = viewed.scoped(user="ana", agent="bot")
         through_view = _run(ops, lambda name, *a, **kw: getattr(view, name)(*a, **kw), [])
-        with_keywords = _run(ops, lambda name, *a, **kw: getattr(mem, name)(*a, user="bea", agent="bot", **kw), [])
+        with_keywords = _run(ops, lambda name, *a, **kw: getattr(keyed, name)(*a, user="ana", agent="bot", **kw), [])
     assert through_view == with_keywords

@@ -18,7 +18,7 @@ from .ingest import ImportResult
 from .lifecycle.active import ActiveEntry, ActiveMemory
 from .lifecycle.cards import Card
 from .lifecycle.survival import SurvivalLaw
-from .memory import Memory
+from .memory import Memory, ScopedMemory
 from .results import (
                      CompactReport,
                      Health,
@@ -36,7 +36,6 @@ from .results import (
 from .retrieval.answer_calibration import Answer
 from .retrieval.reading import HasText, Reader
 from .retrieval.render import RenderedContext
-from .scoped import ScopedMemory
 from .store.base import DeleteReceipt, TraceDraft
 from .store.portable import BackupReport, RestoreReport
 from .types import SAME_SCOPE, Evidence, HistoryEvent, Provenance, SameScope, Scope, TimeLike, Trace
