@@ -11,14 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .types import Scope
-
 if TYPE_CHECKING:
     from .encoders.bundle import Encoders
     from .indexes.indexer import Indexer
     from .lifecycle.service import Lifecycle
     from .memory import Memory
-    from .retrieval.engine import SearchResult as EngineResult
     from .retrieval.retriever import Retriever
     from .store.base import StoreBase
 
@@ -46,12 +43,3 @@ def encoders_of(memory: Memory) -> Encoders:
 def lifecycle_of(memory: Memory) -> Lifecycle:
     """The memory's lifecycle service (survival scores, active memory, cards)."""
     return memory._lifecycle
-
-
-def engine_search(memory: Memory, query: str, *, k: int = 10, user: str | None = None,
-                  agent: str | None = None, session: str | None = None, now: object = None) -> EngineResult:
-    """``Memory.search_detailed`` before the facade makes it public: the engine's own result,
-    with its query profile, route and candidate pool (``RetrievalConfig.export_candidates``),
-    which the benchmarks' model fits read. ``user`` / ``agent`` name the scope outright."""
-    return memory._retriever.search(Scope(user, agent), query, k=k, session=session, as_of=None,
-                                    filters=None, now=now)
