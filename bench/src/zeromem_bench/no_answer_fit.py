@@ -1,6 +1,6 @@
 """Fit the no-answer model (retrieval/calibrate.py) on benchmark dev data and measure it out of sample.
 
-One row per question: the ``NoAnswerInputs`` of its search (``SearchResult.no_answer_inputs``,
+One row per question: the ``NoAnswerInputs`` of its search (``SearchResult.explain.no_answer_inputs``,
 k = ``K``) and whether memory holds no answer — LoCoMo's adversarial questions against its
 answerable ones; LongMemEval-S's abstention questions (ids ending ``_abs``) against every other
 question of the file (one ~500-turn memory per question: the first run ingests for about an
@@ -124,7 +124,7 @@ def collect(benchmark: str, data: Path, cache: Path, *, config: Config | None = 
             try:
                 for query, unanswerable in asked:
                     result = mem.search_detailed(query.text, user=corpus.name, k=K, now=query.asked_at)
-                    inputs = result.no_answer_inputs
+                    inputs = result.explain.no_answer_inputs
                     if inputs is None:
                         raise RuntimeError(f"{query.qid}: the search gave no no-answer inputs (empty memory?)")
                     x.append([getattr(inputs, f) for f in INPUTS])
