@@ -26,6 +26,14 @@ from .errors import InvalidInput
 
 MIB = 1 << 20
 ENV_PREFIX = "ZEROMEM_"
+# The store-wide defaults, named once: the store takes them from here when it is opened
+# without a Config (store/checks.py, store/validate.py).
+DEFAULT_MAX_TEXT_CHARS = 100_000
+# How long a write waits for another connection's write lock before it fails with StoreError:
+# long enough for any single zeromem write, short enough that a stuck writer is reported
+# instead of waited on in silence.
+DEFAULT_LOCK_TIMEOUT_S = 5.0
+DEFAULT_ERASE_REWRITE_MB = 16  # an int: SQLiteStore shifts it into bytes
 
 
 def default_db_path() -> Path:
@@ -122,13 +130,13 @@ class Config:
 
     encoders: EncoderConfig = field(default_factory=EncoderConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
-    max_text_chars: int = 100_000
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
     # Derive (encode, index) what a write touched right after it commits, so the next search
     # only applies it. False: writes store traces only; the next index() or search() derives.
     index_on_write: bool = True
     # How long a write waits for another process's write lock before it fails with a
     # StoreError naming the cause (instead of waiting in silence); store.base's default.
-    lock_timeout_s: float = 5.0
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
     # Memory for the prepared indexes of the scopes this process searched most recently (MiB,
     # measured): the least recently used scope is dropped beyond it and rebuilt, or read from its
     # snapshot, at its next search. A process's memory is its models plus this budget, however
@@ -139,7 +147,7 @@ class Config:
     # unused space of a page SQLite rebuilt. A larger file is not rewritten on every erasure (it
     # would block the store's writers for seconds): its receipt says what may remain and
     # `zeromem compact` clears it. 0: never rewrite on erasure.
-    erase_rewrite_mb: float = 16
+    erase_rewrite_mb: float = DEFAULT_ERASE_REWRITE_MB
 
     def __post_init__(self) -> None:
         self.validate()
