@@ -62,7 +62,8 @@ class Memory:
     ``path`` is a SQLite file (default: ``Config``'s default path), ``":memory:"``, or a
     ``postgresql://`` URL. ``user`` and ``agent`` name the scope every call reads and writes;
     each method's ``user=`` / ``agent=`` overrides it for that call (``SAME_SCOPE``, the
-    default, keeps this memory's own; None means "no user" / "no agent").
+    default, keeps this memory's own; None means "no user" / "no agent"), and
+    ``scoped(user=..., agent=...)`` gives a view of one scope whose methods take neither.
 
     Naming: ``k`` is the number of ranked results (search, render_context, answer); ``limit``
     caps a listing (list, cards, neighbourhood); ``filters`` keeps traces whose metadata
