@@ -162,7 +162,8 @@ def test_mcp_takes_the_same_settings(tmp_path, monkeypatch):
     monkeypatch.setattr(mcp_server, "build_server", build_server)
     monkeypatch.setenv("ZEROMEM_INDEX_CACHE_MB", "48")
     file = _write_toml(tmp_path / "mcp.toml", "index_cache_mb = 16\n[retrieval]\ntop_k_primary = 12\n")
-    result = CliRunner().invoke(cli, ["mcp", "--db", str(tmp_path / "m.db"), "--user", "u", "--config", str(file),
+    monkeypatch.setenv("ZEROMEM_CONFIG", str(file))  # --config's variable
+    result = CliRunner().invoke(cli, ["mcp", "--db", str(tmp_path / "m.db"), "--user", "u",
                                       "--set", "retrieval.use_closure=false"])
     assert result.exit_code == 0, result.output
     config = built["config"]
