@@ -39,8 +39,8 @@ AgentOption = Annotated[str | None, typer.Option(
 JsonOption = Annotated[bool, typer.Option("--json", help="print JSON instead of text")]
 ConfigFileOption = Annotated[Path | None, typer.Option(
     "--config", envvar="ZEROMEM_CONFIG", metavar="FILE", show_default=False,
-    help="a TOML or JSON file of Config fields (top-level fields, [encoders], [retrieval]); "
-         "ZEROMEM_<FIELD> variables override it, flags override both")]
+    help="a TOML or JSON file of Config fields (top-level fields, then encoders and retrieval "
+         "tables); ZEROMEM_<FIELD> variables override it, flags override both")]
 SetOption = Annotated[list[str] | None, typer.Option(
     "--set", metavar="FIELD=VALUE", show_default=False,
     help="set one Config field, e.g. --set index_cache_mb=512 --set retrieval.ppr_damping=0.5 "

@@ -70,7 +70,7 @@ def serve(
     index_cache_mb: Annotated[float | None, typer.Option(
         "--index-cache-mb", show_default=False, help="memory per worker for the in-memory indexes of the "
         "scopes searched most recently (least recently used dropped beyond it) "
-        f"[default: {Config().index_cache_mb:g}] (the Config field index_cache_mb)")] = None,
+        f"(the Config field index_cache_mb, default {Config().index_cache_mb:g})")] = None,
     config_file: ConfigFileOption = None,
     settings: SetOption = None,
     allow_host: Annotated[list[str] | None, typer.Option(
