@@ -216,7 +216,7 @@ _LIMITS: dict[str, tuple[float | None, float | None]] = {
     "retrieval.window_turns": (1, None), "retrieval.window_stride": (1, None),
     "retrieval.closure_graph_bridges": (0, None), "retrieval.closure_neighbours": (0, None),
     "retrieval.session_diversity": (0, None), "retrieval.question_turn_prior": (0, None),
-    "retrieval.coverage_gain": (0, None), "retrieval.large_scope_turns": (1, None),
+    "retrieval.coverage_gain": (0, None), "retrieval.large_scope_turns": (0, None),  # 0: always candidates
     "retrieval.large_scope_candidates": (1, None), "retrieval.snapshot_min_turns": (0, None),
     "retrieval.snapshot_stale_share": (0, 1),
     "max_text_chars": (1, 2**63 - 1),
