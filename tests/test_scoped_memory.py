@@ -95,8 +95,10 @@ def _run(ops, call, ids):
     """Apply ``ops`` with ``call(method, *args, **kwargs)``; returns each outcome with trace
     ids replaced by their position in ``ids`` (the order they were added)."""
     def plain(value):
-        if isinstance(value, str) and value in ids:
-            return f"#{ids.index(value)}"
+        if isinstance(value, str):  # an id, or text naming one ("reply to t5kwegcc9" in a why)
+            for position, tid in enumerate(ids):
+                value = value.replace(tid, f"#{position}")
+            return value
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             return plain(dataclasses.asdict(value))
         if isinstance(value, dict):
