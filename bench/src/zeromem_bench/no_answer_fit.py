@@ -11,7 +11,7 @@ The model is logistic: σ(bias + Σ weight · input), L2 ``L2`` on the weights, 
 the same, solved by Newton's method from zero — the same rows give the same coefficients. (With
 each benchmark's rows weighted to the same total, each of LongMemEval's then 32 rows counted as
 much as 31 LoCoMo rows and the fit followed their noise: LoCoMo AUROC left out by conversation 83.8 →
-79.6, docs/decisions.md#d-057.) The threshold is the lowest cut at which ``PRECISION`` of the
+79.6, docs/decisions/0057-no-answer-refit.md.) The threshold is the lowest cut at which ``PRECISION`` of the
 rows scoring at least that much are unanswerable. Out of sample: leave one memory group out
 (each LoCoMo conversation; each half of the LongMemEval questions, by position) and leave one
 benchmark out, against the shipped constants scored on the same rows.
@@ -92,7 +92,7 @@ def longmemeval_questions(data: Path) -> list[tuple[Corpus, str, list[tuple[Any,
     """(question's haystack, group, [(question, unanswerable)]): every question of the file, its
     abstention questions unanswerable; grouped by the question's half (position even / odd).
     (Each abstention question with only the next answerable one, 32 rows, left the answerable
-    side too small to say what the score does on the file: docs/decisions.md#d-058.)"""
+    side too small to say what the score does on the file: docs/decisions/0058-subject-never-wrote.md.)"""
     from .longmemeval import load_longmemeval
 
     corpora = load_longmemeval(data / "longmemeval" / "longmemeval_s_dev.json.gz").corpora
