@@ -39,7 +39,7 @@ def _fails_cleanly(args, message: str):
     (["delete"], "either a trace ID or --scope"),
     (["delete", "t1", "--scope", "--yes"], "either a trace ID or --scope"),
     (["list", "--since", "someday"], "since"),
-    (["list", "--meta", "novalue"], "KEY=VALUE"),
+    (["list", "--filter", "novalue"], "KEY=VALUE"),
     (["ingest", "missing.json", "--format", "auto"], "missing.json: no such file"),
     (["ingest", "x.json", "--format", "csv"], "unknown import format"),
 ])

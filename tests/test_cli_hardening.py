@@ -49,12 +49,12 @@ def _clean_failure(proc: subprocess.CompletedProcess[bytes], message: str) -> No
 @pytest.mark.parametrize("args, message", [
     ([b"list", b"--user", b"\xff\xfe"], "user contains a lone surrogate"),
     ([b"search", b"cat", b"--agent", b"bot\xff"], "agent contains a lone surrogate"),
-    ([b"list", b"--meta", b"mood=\xff"], "lone surrogate"),
-    ([b"list", b"--meta", b"\xff=1"], "lone surrogate"),
+    ([b"list", b"--filter", b"mood=\xff"], "lone surrogate"),
+    ([b"list", b"--filter", b"\xff=1"], "lone surrogate"),
     ([b"list", b"--since", b"2023-05-08T13:56:00+25:00"], "24 hours"),
     ([b"search", b"cat", b"--as-of", b"2023-05-08T13:56:00+25:00"], "24 hours"),
     ([b"list", b"--since", b"May 32"], "no year"),
-    ([b"list", b"--meta", b"k=" + b"[" * 100_000], "nested too deeply"),
+    ([b"list", b"--filter", b"k=" + b"[" * 100_000], "nested too deeply"),
 ])
 def test_bad_arguments_through_a_real_process(db, args, message):
     _clean_failure(_cli(*args, b"--db", os.fsencode(db)), message)

@@ -228,8 +228,10 @@ def test_serve_takes_compat_mem0_and_its_workers_answer_it(tmp_path, monkeypatch
 
     refused = CliRunner().invoke(cli, ["serve", "--db", str(tmp_path / "m.db"), "--compat", "langmem"])
     assert refused.exit_code == 2 and "--compat langmem" in refused.output and "mem0" in refused.output
-    options = {"db": str(tmp_path / "w.db"), "require_auth": True, "max_body_bytes": 1 << 20, "compat": ["mem0"]}
-    (tmp_path / "options.json").write_text(json.dumps(options))
+    from zeromem.interfaces.server import ServerOptions, WorkerSpec
+
+    options = ServerOptions(db=str(tmp_path / "w.db"), require_auth=True, max_body_bytes=1 << 20, compat=("mem0",))
+    (tmp_path / "options.json").write_text(WorkerSpec(options).to_json())
     monkeypatch.setenv(ENVIRONMENT, str(tmp_path / "options.json"))
     worker = app_from_environment()  # what each `zeromem serve` worker builds from the options file
     paths = set(worker.openapi()["paths"])

@@ -98,7 +98,7 @@ def test_without_the_embedder_search_ranks_by_bm25_and_the_graph_and_says_so(
         assert ids[5] not in {e.trace_id for q in QUERIES for e in memory.search(q, k=10)}
         # render_context and answer go through the same search, and say so too
         context = memory.render_context(QUERIES[1], k=5)
-        assert context.evidence and list(context.degraded) == result.degraded
+        assert context.evidence and context.degraded == result.degraded
         answer = memory.answer(QUERIES[1], EchoReader(), k=5)
         assert answer.reader == "Biscuit" and answer.context.degraded == context.degraded
         # nothing degraded is stored: the sessions wait for the embedder
@@ -138,7 +138,7 @@ def test_when_the_model_is_back_search_catches_up_to_a_fresh_rebuild(tmp_path, e
         assert _evidence(memory) == before
     with Memory(path) as memory:  # the normal config: every model loads
         result = memory.search_detailed(QUERIES[2], k=6)
-        assert result.degraded == []
+        assert result.degraded == ()
         assert not indexer_of(memory).pending_sessions(memory.scope)
         caught_up = _evidence(memory)
         memory.reindex()
@@ -159,7 +159,7 @@ def test_a_degraded_memory_takes_over_what_a_healthy_process_stores(tmp_path, ex
         healthy_evidence = _evidence(healthy)  # derives and stores every session
         taken_over = _evidence(degraded)
         if component == "ner":  # nothing waits for NER any more: the full engine answers
-            assert degraded.search_detailed(QUERIES[0]).degraded == []
+            assert degraded.search_detailed(QUERIES[0]).degraded == ()
             assert taken_over == healthy_evidence
     with Memory(path, config=_broken(component, tmp_path)) as fresh:
         assert _evidence(fresh) == taken_over
@@ -202,7 +202,7 @@ def test_an_embedder_failing_at_query_time_degrades_search(tmp_path, example_pat
     with Memory(tmp_path / "m.db") as memory:
         memory.add_many(load_file(example_path)[0].drafts)
         healthy = memory.search_detailed(QUERIES[0], k=5)
-        assert healthy.degraded == []
+        assert healthy.degraded == ()
         encoders_of(memory).embedder = FailingEncoder()  # this Memory's bundle only
         result = memory.search_detailed(QUERIES[0], k=5)
         assert result.degraded and result.degraded[0].startswith(
@@ -218,7 +218,7 @@ def test_an_embedder_failing_at_query_time_degrades_search(tmp_path, example_pat
 def test_ner_failing_while_encoding_skips_the_graph_for_what_it_could_not_read(tmp_path, example_path):
     with Memory(tmp_path / "m.db") as memory:
         memory.add_many(load_file(example_path)[0].drafts)
-        assert memory.search_detailed(QUERIES[0], k=5).degraded == []
+        assert memory.search_detailed(QUERIES[0], k=5).degraded == ()
         encoders_of(memory).extractor = FailingEncoder()  # this Memory's bundle only
         tid = memory.add("The ferry to Bainbridge leaves at 7:10.", session="s9", speaker="Priya")
         result = memory.search_detailed("When does the ferry to Bainbridge leave?", k=3)

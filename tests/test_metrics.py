@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -19,7 +18,7 @@ from internals import store_of
 from zeromem import Config, Memory
 from zeromem.interfaces import extras
 from zeromem.interfaces.cli import app as cli
-from zeromem.interfaces.server import ServerSettings, create_app
+from zeromem.interfaces.server import ServerOptions, ServerSettings, WorkerSpec, create_app
 from zeromem.interfaces.server.app import ENVIRONMENT, app_from_environment
 from zeromem.interfaces.server.metrics import MULTIPROCESS, multiprocess_dir
 from zeromem.store.keys import new_api_key
@@ -112,8 +111,8 @@ def test_without_metrics_there_is_no_metrics_route_and_no_middleware(memory):
 
 def test_serve_passes_metrics_to_the_workers_app(memory, tmp_path, monkeypatch):
     options = tmp_path / "options.json"
-    options.write_text(json.dumps({"db": str(tmp_path / "w.db"), "require_auth": False, "user": "u",
-                                   "max_body_bytes": 1024, "metrics": True}), encoding="utf-8")
+    options.write_text(WorkerSpec(ServerOptions(db=str(tmp_path / "w.db"), require_auth=False, user="u",
+                                                max_body_bytes=1024, metrics=True)).to_json(), encoding="utf-8")
     monkeypatch.setenv(ENVIRONMENT, str(options))
     app = app_from_environment()
     with TestClient(app, base_url="http://127.0.0.1") as client:

@@ -102,7 +102,7 @@ def test_a_search_carries_the_inputs_its_score_was_read_off(tmp_path):
         mem.add_many([{"text": t, "speaker": "Ann", "session": f"s{i}"} for i, t in enumerate(
             ["I adopted a cat named Miso.", "We hiked Pine Ridge on Sunday.", "Work was busy this week."])])
         result = mem.search_detailed("What is the name of Ann's cat?")
-        inputs = result.no_answer_inputs
+        inputs = result.explain.no_answer_inputs
         assert inputs is not None and result.no_answer_score == no_answer_score(inputs)
         assert all(0.0 <= getattr(inputs, f) <= 1.0 for f in INPUTS)
         assert not math.isnan(result.no_answer_score)
@@ -118,8 +118,8 @@ def test_a_subject_who_only_asked_about_it_raises_the_inputs_that_say_so(tmp_pat
              ("Gina", "Thanks! I painted the walls myself.")]
     with Memory(tmp_path / "m.db", user="u") as mem:
         mem.add_many([{"text": t, "speaker": s, "session": "s1"} for s, t in turns])
-        asked = mem.search_detailed("How is Jon's store doing?").no_answer_inputs
-        told = mem.search_detailed("How is Gina's store doing?").no_answer_inputs
+        asked = mem.search_detailed("How is Jon's store doing?").explain.no_answer_inputs
+        told = mem.search_detailed("How is Gina's store doing?").explain.no_answer_inputs
     assert asked is not None and told is not None
     assert asked.subject_asks > 0 and asked.subject_addresses > 0
     assert told.subject_asks == 0 and told.subject_addresses == 0
@@ -138,13 +138,13 @@ def test_words_the_subject_never_wrote_raise_subject_unsaid(tmp_path):
             ("assistant", "Dr. Johnson and Dr. Smith both take walk-ins.")]
     with Memory(tmp_path / "m.db", user="u") as mem:
         mem.add_many([{"text": t, "speaker": s, "session": "s1"} for s, t in turns])
-        jon = mem.search_detailed("Who painted the walls of Jon's store?").no_answer_inputs
-        gina = mem.search_detailed("Who painted the walls of Gina's store?").no_answer_inputs
-        nobody = mem.search_detailed("Who painted the walls of the store?").no_answer_inputs
+        jon = mem.search_detailed("Who painted the walls of Jon's store?").explain.no_answer_inputs
+        gina = mem.search_detailed("Who painted the walls of Gina's store?").explain.no_answer_inputs
+        nobody = mem.search_detailed("Who painted the walls of the store?").explain.no_answer_inputs
         mem.add_many([{"text": t, "speaker": s, "role": s, "session": "c1"} for s, t in chat], user="v")
-        johnson = mem.search_detailed("How often do I see Dr. Johnson?", user="v").no_answer_inputs
-        smith = mem.search_detailed("How often do I see Dr. Smith?", user="v").no_answer_inputs
-        assistant = mem.search_detailed("Which doctors did you say take walk-ins?", user="v").no_answer_inputs
+        johnson = mem.search_detailed("How often do I see Dr. Johnson?", user="v").explain.no_answer_inputs
+        smith = mem.search_detailed("How often do I see Dr. Smith?", user="v").explain.no_answer_inputs
+        assistant = mem.search_detailed("Which doctors did you say take walk-ins?", user="v").explain.no_answer_inputs
     assert jon is not None and gina is not None and nobody is not None
     assert 0 < jon.subject_unsaid < 1  # "store" he wrote; "painted", "walls" he did not
     assert gina.subject_unsaid == 0 and nobody.subject_unsaid == 0

@@ -68,7 +68,7 @@ def test_now_counts_relative_times_without_hiding_later_traces(cooked):
 def test_without_a_time_the_clock_is_never_read(cooked):
     # No as_of, no now: "yesterday" is left unresolved, so the answer does not change by day.
     result = cooked.search_detailed("What did I make for Sofia yesterday?", user="ana", k=2)
-    assert result.profile.temporal_cues == []
+    assert result.explain.query.time_cues == ()
 
 
 def test_a_bad_now_is_refused(cooked):

@@ -123,3 +123,27 @@ def test_a_question_about_two_participants_favours_neither(mem):
     ])
     result = mem.search_detailed("What movies do Joanna and Nate both like?", k=2)
     assert {e.why["compatibility"] for e in result.evidence} == {1.0}
+
+
+def test_search_detailed_is_a_frozen_typed_result_with_a_no_answer_verdict(example_memory):
+    import dataclasses
+
+    from zeromem import NoAnswerSignals, QuerySummary, SearchExplain, SearchResult
+    from zeromem.retrieval.calibrate import NO_ANSWER_THRESHOLD, no_answer_score
+
+    answered = example_memory.search_detailed("What is the name of Priya's cat?", k=5)
+    unknown = example_memory.search_detailed("Who painted the walls of the submarine in Lisbon?", k=5)
+    for result in (answered, unknown):
+        assert isinstance(result, SearchResult) and isinstance(result.explain, SearchExplain)
+        assert isinstance(result.evidence, tuple) and isinstance(result.degraded, tuple)
+        assert result.no_answer is (result.no_answer_score >= NO_ANSWER_THRESHOLD)
+        explain = result.explain
+        assert explain.route in ("relational", "local") and 0 <= explain.route_weight <= 1
+        assert isinstance(explain.query, QuerySummary) and isinstance(explain.no_answer_inputs, NoAnswerSignals)
+        # the explanation is plain values: the score is reproduced from them alone
+        assert no_answer_score(explain.no_answer_inputs) == result.no_answer_score
+        assert {"encode_ms", "total_ms"} <= set(explain.timings)
+        assert result.timings == explain.timings and result.no_answer_inputs == explain.no_answer_inputs
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            result.no_answer = not result.no_answer  # type: ignore[misc]
+    assert answered.explain.query.subject == "Priya" and not answered.no_answer

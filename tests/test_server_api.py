@@ -124,11 +124,14 @@ def test_list_filters_and_paging(client, served):
         {"text": f"note {i}", "session": "a" if i < 3 else "b", "metadata": {"n": i % 2}} for i in range(5)]})
     by_session = client.get("/v1/traces", headers=headers, params={"session": "b"}).json()["traces"]
     assert [t["text"] for t in by_session] == ["note 3", "note 4"]
-    by_meta = client.get("/v1/traces", headers=headers, params={"metadata": json.dumps({"n": 1})}).json()
+    by_meta = client.get("/v1/traces", headers=headers, params={"filters": json.dumps({"n": 1})}).json()
     assert [t["text"] for t in by_meta["traces"]] == ["note 1", "note 3"]
+    old_name = client.get("/v1/traces", headers=headers, params={"metadata": json.dumps({"n": 1})})
+    assert old_name.status_code == 400 and "pass the JSON object as filters" in old_name.json()["error"]["message"]
+    assert client.post("/v1/traces/t4k2x9q7m/restore", headers=headers).status_code in (404, 405)  # now /pin
     page = client.get("/v1/traces", headers=headers, params={"limit": 2, "offset": 1}).json()["traces"]
     assert [t["text"] for t in page] == ["note 1", "note 2"]
-    bad = client.get("/v1/traces", headers=headers, params={"metadata": "{nope"})
+    bad = client.get("/v1/traces", headers=headers, params={"filters": "{nope"})
     assert bad.status_code == 400
     too_many = client.get("/v1/traces", headers=headers, params={"limit": 100_000})
     assert too_many.status_code == 422 and too_many.json()["error"]["type"] == "InvalidRequest"

@@ -17,7 +17,7 @@ from internals import store_of
 from zeromem import Config, Memory
 from zeromem.interfaces.cli import app as cli_app
 from zeromem.interfaces.cli_service import worker_options
-from zeromem.interfaces.server import ServerSettings, create_app
+from zeromem.interfaces.server import ServerOptions, ServerSettings, WorkerSpec, create_app
 from zeromem.interfaces.server.app import ENVIRONMENT
 from zeromem.interfaces.server.guard import allowed_hosts, host_name
 from zeromem.store.keys import new_api_key
@@ -149,7 +149,7 @@ def test_a_chunked_body_over_the_limit_is_413(memory):
 def test_a_deeply_nested_metadata_filter_is_a_400(memory):
     client = _client(memory, require_auth=False, user="me")
     deep = '{"a": ' * 3000 + "1" + "}" * 3000
-    response = client.get("/v1/traces", params={"metadata": deep})
+    response = client.get("/v1/traces", params={"filters": deep})
     assert response.status_code == 400, response.text
     assert "nested too deeply" in response.json()["error"]["message"]
     body = {"query": "x", "filters": json.loads('{"a": ' * 500 + "1" + "}" * 500)}
@@ -184,9 +184,9 @@ def test_serve_refuses_a_port_or_body_limit_it_cannot_honour(tmp_path, args, say
 
 def test_worker_options_keep_a_database_password_out_of_the_environment():
     url = "postgresql://zeromem:hunter2-secret@db.example:5432/memory"
-    with worker_options({"db": url}) as path:
+    with worker_options(WorkerSpec(ServerOptions(db=url))) as path:
         assert "hunter2" not in os.environ[ENVIRONMENT]
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
-        assert json.loads(path.read_text())["db"] == url
+        assert json.loads(path.read_text())["server"]["db"] == url
     assert not path.exists()
     assert ENVIRONMENT not in os.environ

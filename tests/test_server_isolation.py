@@ -85,7 +85,7 @@ def test_a_key_never_reaches_another_scope(client, ops):
             if foreign:
                 assert response.status_code == 404, (op, response.text)
         elif op == "list":
-            response = http.get("/v1/traces", headers=headers, params={"metadata": json.dumps({})})
+            response = http.get("/v1/traces", headers=headers, params={"filters": json.dumps({})})
             assert {t["id"] for t in response.json()["traces"]} == {t for t, o in owner.items() if o == who}
         elif op == "search":
             response = http.post("/v1/search", headers=headers, json={"query": "secret harbour", "k": 20})

@@ -18,7 +18,7 @@ from .ingest import ImportResult
 from .lifecycle.active import ActiveEntry, ActiveMemory
 from .lifecycle.cards import Card
 from .lifecycle.survival import SurvivalLaw
-from .memory import Memory
+from .memory import Memory, ScopedMemory
 from .results import (
                      CompactReport,
                      Health,
@@ -26,11 +26,14 @@ from .results import (
                      Neighbour,
                      NeighbourEntity,
                      Neighbourhood,
+                     NoAnswerSignals,
+                     QuerySummary,
+                     SearchExplain,
+                     SearchResult,
                      SessionInfo,
                      Stats,
 )
 from .retrieval.answer_calibration import Answer
-from .retrieval.engine import SearchResult
 from .retrieval.reading import HasText, Reader
 from .retrieval.render import RenderedContext
 from .store.base import DeleteReceipt, TraceDraft
@@ -61,8 +64,10 @@ __all__ = [
                      "Neighbour",
                      "NeighbourEntity",
                      "Neighbourhood",
+                     "NoAnswerSignals",
                      "NotFound",
                      "Provenance",
+                     "QuerySummary",
                      "Reader",
                      "RefreshReport",
                      "RenderedContext",
@@ -70,6 +75,8 @@ __all__ = [
                      "RetrievalConfig",
                      "SameScope",
                      "Scope",
+                     "ScopedMemory",
+                     "SearchExplain",
                      "SearchResult",
                      "SessionInfo",
                      "Stats",

@@ -25,11 +25,16 @@ from .results import (
     Neighbour,
     NeighbourEntity,
     Neighbourhood,
+    NoAnswerSignals,
+    QuerySummary,
+    SearchExplain,
+    SearchResult,
     SessionInfo,
     Stats,
 )
+from .retrieval import engine
 from .retrieval.answer_calibration import Answer, calibrate_answer
-from .retrieval.engine import SearchResult
+from .retrieval.calibrate import NO_ANSWER_THRESHOLD
 from .retrieval.reading import Reader
 from .retrieval.render import RenderedContext
 from .retrieval.retriever import Retriever
@@ -57,7 +62,8 @@ class Memory:
     ``path`` is a SQLite file (default: ``Config``'s default path), ``":memory:"``, or a
     ``postgresql://`` URL. ``user`` and ``agent`` name the scope every call reads and writes;
     each method's ``user=`` / ``agent=`` overrides it for that call (``SAME_SCOPE``, the
-    default, keeps this memory's own; None means "no user" / "no agent").
+    default, keeps this memory's own; None means "no user" / "no agent"), and
+    ``scoped(user=..., agent=...)`` gives a view of one scope whose methods take neither.
 
     Naming: ``k`` is the number of ranked results (search, render_context, answer); ``limit``
     caps a listing (list, cards, neighbourhood); ``filters`` keeps traces whose metadata
@@ -74,6 +80,7 @@ class Memory:
         if config is not None and not isinstance(config, Config):
             raise InvalidInput(f"config must be a zeromem Config, got {type(config).__name__}")
         self.config: Config = config or Config()
+        self.config.validate()  # again: a field may have been changed since the Config was built
         scope_key(Scope(user, agent))  # a default scope no call could use is refused here, not at every call
         self._store = open_store(path if path is not None else default_db_path(),
                                 max_text_chars=self.config.max_text_chars,
@@ -85,7 +92,7 @@ class Memory:
         self._indexer = Indexer(self._store, lambda: self._encoders, window_turns=retrieval.window_turns,
                                stride=retrieval.window_stride)
         self._retriever = Retriever(self._store, self._indexer, self._encoders, retrieval,
-                                   _cache_bytes(self.config.index_cache_mb))
+                                   self.config.index_cache_bytes)
         self._lifecycle = Lifecycle(self._store, lambda: self._encoders)
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -109,6 +116,16 @@ class Memory:
     def __exit__(self, *exc: object) -> None:
         """Close (see ``close``)."""
         self.close()
+
+    def scoped(self, *, user: str | SameScope | None = SAME_SCOPE,
+               agent: str | SameScope | None = SAME_SCOPE) -> ScopedMemory:
+        """This memory in one scope, without ``user=`` / ``agent=`` on every call:
+        ``mem.scoped(user="ana").search("...")`` is ``mem.search("...", user="ana")``.
+        ``SAME_SCOPE`` (the default) keeps this memory's own user or agent; None means "no
+        user" / "no agent". The view shares this memory (closing the memory ends it)."""
+        scope = self._scope(user, agent)
+        scope_key(scope)  # a scope no call could use is refused here, as by the constructor
+        return ScopedMemory(self, scope)
 
     def _scope(self, user: str | SameScope | None, agent: str | SameScope | None) -> Scope:
         return Scope(self.scope.user if user is SAME_SCOPE else user,
@@ -388,24 +405,26 @@ class Memory:
         from its calendar day and the turns of that period rank first. Without either, relative
         times in the query are not resolved (the answer never depends on the clock).
         """
-        return self.search_detailed(query, k=k, session=session, as_of=as_of, filters=filters,
-                                    user=user, agent=agent, now=now).evidence
+        return list(self.search_detailed(query, k=k, session=session, as_of=as_of, filters=filters,
+                                         user=user, agent=agent, now=now).evidence)
 
     @traced("zeromem.search", describe_search)
     def search_detailed(self, query: str, *, k: int = 10, session: str | None = None,
                         as_of: TimeLike = None, filters: Mapping[str, Any] | None = None,
                         user: str | SameScope | None = SAME_SCOPE, agent: str | SameScope | None = SAME_SCOPE,
                         now: TimeLike = None) -> SearchResult:
-        """Like ``search`` but also returns the query profile, route, timings, no-answer score
-        and ``degraded``: what the search had to do without (empty when every model works).
+        """Like ``search`` but also returns the no-answer score and verdict, ``degraded``: what
+        the search had to do without (empty when every model works), and ``explain``: the
+        route, what it read from the query, its timings and the no-answer inputs.
 
         When the embedder or the NER pipeline is missing or fails, search still answers from
         what works — BM25 and the hierarchy always, the graph if NER works, dense similarity if
         the embedder works — and ``degraded`` says which component failed, why, and what was
         skipped (docs/design.md#degraded-search).
         """
-        return self._retriever.search(self._scope(user, agent), query, k=k, session=session,
-                                     as_of=as_of, filters=_as_dict(filters), now=now)
+        found = self._retriever.search(self._scope(user, agent), query, k=k, session=session,
+                                      as_of=as_of, filters=_as_dict(filters), now=now)
+        return _public_result(found)
 
     @traced("zeromem.render_context", describe_render)
     def render_context(self, query: str, *, k: int = 10, budget_tokens: int | None = 2000,
@@ -569,6 +588,211 @@ class Memory:
         return self.update(trace_id, metadata={**metadata, **flags}, user=user, agent=agent)
 
 
+
+class ScopedMemory:
+    """A ``Memory`` bound to one scope (``Memory.scoped``), without the ``user=`` / ``agent=``
+    keywords: ``mem.scoped(user="ana").add("...")`` is ``mem.add("...", user="ana", agent=<mem's
+    agent>)``. Each method is the ``Memory`` method of the same name (documented there) with
+    the view's scope passed in, so a view does exactly what the memory does with those keywords
+    (tests/test_scoped_memory.py checks both, operation by operation). Store-wide operations
+    (``close``, ``compact``, ``backup``, ``import_export``, ``health``) stay on the ``Memory``,
+    which the view reaches as ``.memory``; the view does not own it and never closes it.
+
+    >>> from zeromem import Memory
+    >>> ana = Memory(":memory:").scoped(user="ana")
+    >>> tid = ana.add("I moved to Denver last week.", speaker="Ana", session="s1")
+    >>> ana.get(tid).user
+    'ana'
+    """
+
+    __slots__ = ("_memory", "_scope")
+
+    def __init__(self, memory: Memory, scope: Scope) -> None:
+        self._memory = memory
+        self._scope = scope
+
+    @property
+    def memory(self) -> Memory:
+        """The ``Memory`` this view reads and writes (store-wide operations live there)."""
+        return self._memory
+
+    @property
+    def scope(self) -> Scope:
+        """The (user, agent) scope of every call."""
+        return self._scope
+
+    @property
+    def user(self) -> str | None:
+        """The scope's user (None: no user)."""
+        return self._scope.user
+
+    @property
+    def agent(self) -> str | None:
+        """The scope's agent (None: no agent)."""
+        return self._scope.agent
+
+    def __repr__(self) -> str:
+        return f"ScopedMemory({self._memory.path!r}, user={self.user!r}, agent={self.agent!r})"
+
+    # -- writes -------------------------------------------------------------------------
+    def add(self, text: str, *, session: str | None = None, speaker: str | None = None,
+            role: str | None = None, session_time: TimeLike = None, event_time: TimeLike = None,
+            seq: int | None = None, source_id: str | None = None,
+            metadata: Mapping[str, Any] | None = None, attachments: Iterable[str] | None = None) -> str:
+        """``Memory.add`` in this scope."""
+        return self._memory.add(text, session=session, speaker=speaker, role=role, session_time=session_time,
+                                event_time=event_time, seq=seq, source_id=source_id, metadata=metadata,
+                                attachments=attachments, user=self.user, agent=self.agent)
+
+    def add_many(self, traces: Iterable[Mapping[str, Any] | TraceDraft]) -> builtins.list[str]:
+        """``Memory.add_many`` in this scope."""
+        return self._memory.add_many(traces, user=self.user, agent=self.agent)
+
+    def import_file(self, path: str | Path, *, format: str | None = None,
+                    allow_duplicates: bool = False) -> ImportResult:
+        """``Memory.import_file`` into this scope."""
+        return self._memory.import_file(path, format=format, allow_duplicates=allow_duplicates,
+                                        user=self.user, agent=self.agent)
+
+    def update(self, trace_id: str, *, text: str | None = None, metadata: Mapping[str, Any] | None = None,
+               keep_history: bool = True) -> Trace:
+        """``Memory.update`` in this scope."""
+        return self._memory.update(trace_id, text=text, metadata=metadata, keep_history=keep_history,
+                                   user=self.user, agent=self.agent)
+
+    def delete(self, trace_id: str, *, keep_history: bool = False) -> DeleteReceipt:
+        """``Memory.delete`` in this scope."""
+        return self._memory.delete(trace_id, keep_history=keep_history, user=self.user, agent=self.agent)
+
+    def delete_session(self, session: str, *, keep_history: bool = False) -> DeleteReceipt:
+        """``Memory.delete_session`` in this scope."""
+        return self._memory.delete_session(session, keep_history=keep_history, user=self.user, agent=self.agent)
+
+    def delete_scope(self) -> DeleteReceipt:
+        """``Memory.delete_scope`` of this scope: everything stored for it goes."""
+        return self._memory.delete_scope(user=self.user, agent=self.agent)
+
+    def export(self, *, history: bool = False, include_id_key: bool = True) -> Iterator[str]:
+        """``Memory.export`` of this scope."""
+        return self._memory.export(history=history, include_id_key=include_id_key, user=self.user,
+                                   agent=self.agent)
+
+    # -- reads --------------------------------------------------------------------------
+    def get(self, trace_id: str) -> Trace:
+        """``Memory.get`` in this scope."""
+        return self._memory.get(trace_id, user=self.user, agent=self.agent)
+
+    def list(self, *, session: str | None = None, since: TimeLike = None, until: TimeLike = None,
+             filters: Mapping[str, Any] | None = None, limit: int | None = None,
+             offset: int = 0) -> builtins.list[Trace]:
+        """``Memory.list`` of this scope."""
+        return self._memory.list(session=session, since=since, until=until, filters=filters, limit=limit,
+                                 offset=offset, user=self.user, agent=self.agent)
+
+    def history(self, trace_id: str) -> builtins.list[HistoryEvent]:
+        """``Memory.history`` in this scope."""
+        return self._memory.history(trace_id, user=self.user, agent=self.agent)
+
+    def stats(self) -> Stats:
+        """``Memory.stats`` of this scope."""
+        return self._memory.stats(user=self.user, agent=self.agent)
+
+    def sessions(self) -> builtins.list[SessionInfo]:
+        """``Memory.sessions`` of this scope."""
+        return self._memory.sessions(user=self.user, agent=self.agent)
+
+    def neighbourhood(self, trace_id: str, *, limit: int = 20) -> Neighbourhood:
+        """``Memory.neighbourhood`` in this scope."""
+        return self._memory.neighbourhood(trace_id, limit=limit, user=self.user, agent=self.agent)
+
+    # -- derived indexes ----------------------------------------------------------------
+    def index(self, *, progress: bool = False) -> RefreshReport:
+        """``Memory.index`` of this scope."""
+        return self._memory.index(progress=progress, user=self.user, agent=self.agent)
+
+    def reindex(self, *, progress: bool = False) -> RefreshReport:
+        """``Memory.reindex`` of this scope."""
+        return self._memory.reindex(progress=progress, user=self.user, agent=self.agent)
+
+    # -- retrieval ------------------------------------------------------------------------
+    def search(self, query: str, *, k: int = 10, session: str | None = None, as_of: TimeLike = None,
+               filters: Mapping[str, Any] | None = None, now: TimeLike = None) -> builtins.list[Evidence]:
+        """``Memory.search`` in this scope."""
+        return self._memory.search(query, k=k, session=session, as_of=as_of, filters=filters, now=now,
+                                   user=self.user, agent=self.agent)
+
+    def search_detailed(self, query: str, *, k: int = 10, session: str | None = None, as_of: TimeLike = None,
+                        filters: Mapping[str, Any] | None = None, now: TimeLike = None) -> SearchResult:
+        """``Memory.search_detailed`` in this scope."""
+        return self._memory.search_detailed(query, k=k, session=session, as_of=as_of, filters=filters, now=now,
+                                            user=self.user, agent=self.agent)
+
+    def render_context(self, query: str, *, k: int = 10, budget_tokens: int | None = 2000,
+                       session: str | None = None, as_of: TimeLike = None,
+                       filters: Mapping[str, Any] | None = None, include_active: bool = False,
+                       active_share: float = 0.5, now: TimeLike = None) -> RenderedContext:
+        """``Memory.render_context`` in this scope."""
+        return self._memory.render_context(query, k=k, budget_tokens=budget_tokens, session=session, as_of=as_of,
+                                           filters=filters, include_active=include_active,
+                                           active_share=active_share, now=now, user=self.user, agent=self.agent)
+
+    def render(self, evidence: Iterable[Evidence], *, budget_tokens: int | None = 2000) -> RenderedContext:
+        """``Memory.render`` in this scope."""
+        return self._memory.render(evidence, budget_tokens=budget_tokens, user=self.user, agent=self.agent)
+
+    def answer(self, query: str, reader: Reader, *, k: int = 10, budget_tokens: int | None = 2000,
+               calibrate: bool = True) -> Answer:
+        """``Memory.answer`` in this scope."""
+        return self._memory.answer(query, reader, k=k, budget_tokens=budget_tokens, calibrate=calibrate,
+                                   user=self.user, agent=self.agent)
+
+    # -- memory lifecycle -----------------------------------------------------------------
+    def active(self, budget_tokens: int = 1000, *, as_of: TimeLike = None, now: TimeLike = None) -> ActiveMemory:
+        """``Memory.active`` of this scope."""
+        return self._memory.active(budget_tokens, as_of=as_of, now=now, user=self.user, agent=self.agent)
+
+    def cards(self, *, session: str | None = None, kind: str | None = None, since: TimeLike = None,
+              until: TimeLike = None, limit: int | None = None) -> builtins.list[Card]:
+        """``Memory.cards`` of this scope."""
+        return self._memory.cards(session=session, kind=kind, since=since, until=until, limit=limit,
+                                  user=self.user, agent=self.agent)
+
+    def pin(self, trace_id: str) -> Trace:
+        """``Memory.pin`` in this scope."""
+        return self._memory.pin(trace_id, user=self.user, agent=self.agent)
+
+    def unpin(self, trace_id: str) -> Trace:
+        """``Memory.unpin`` in this scope."""
+        return self._memory.unpin(trace_id, user=self.user, agent=self.agent)
+
+    def archive(self, trace_id: str) -> Trace:
+        """``Memory.archive`` in this scope."""
+        return self._memory.archive(trace_id, user=self.user, agent=self.agent)
+
+    def unarchive(self, trace_id: str) -> Trace:
+        """``Memory.unarchive`` in this scope."""
+        return self._memory.unarchive(trace_id, user=self.user, agent=self.agent)
+
+
+def _public_result(found: engine.SearchResult) -> SearchResult:
+    """The engine's result (its query profile, route and candidate pool are internal objects)
+    as the public, frozen ``SearchResult``; ``no_answer`` is the no-answer model's own cut."""
+    profile, inputs = found.profile, found.no_answer_inputs
+    query = QuerySummary(subject=profile.subject, answer_type=profile.answer_type,
+                         keywords=tuple(profile.keywords), names=tuple(profile.names),
+                         time_cues=tuple((cue.first.isoformat(), cue.last.isoformat())
+                                         for cue in profile.temporal_cues),
+                         asks_time=profile.asks_time, aggregation=profile.aggregation)
+    signals = None if inputs is None else NoAnswerSignals(**dataclasses.asdict(inputs))
+    explain = SearchExplain(route=found.route.primary, route_weight=float(found.route.rho), query=query,
+                            timings={stage: float(ms) for stage, ms in found.timings.items()},
+                            no_answer_inputs=signals)
+    score = float(found.no_answer_score)
+    return SearchResult(evidence=tuple(found.evidence), no_answer_score=score,
+                        no_answer=score >= NO_ANSWER_THRESHOLD, degraded=tuple(found.degraded),
+                        explain=explain)
+
+
 def _as_dict(value: Any) -> Any:
     """A metadata filter as a plain dict (None when empty); anything but a mapping goes on
     as it is, for the store's check to refuse with the fix."""
@@ -590,11 +814,3 @@ def _to_draft(item: Any, index: int) -> TraceDraft:
         raise InvalidInput(f"trace #{index} has no 'text'")
     return TraceDraft(**item)
 
-
-def _cache_bytes(megabytes: Any) -> int:
-    """``Config.index_cache_mb`` in bytes, or InvalidInput for a value that is not a size."""
-    if isinstance(megabytes, bool) or not isinstance(megabytes, (int, float)) or not megabytes >= 0:
-        raise InvalidInput(f"index_cache_mb must be a number of MiB >= 0 (got {megabytes!r})")
-    if megabytes == float("inf"):
-        raise InvalidInput("index_cache_mb must be finite (a large number keeps every scope)")
-    return int(megabytes * (1 << 20))

@@ -1,5 +1,6 @@
-"""Typed reports of ``Memory``'s inspection methods: ``health``, ``stats``, ``sessions``,
-``neighbourhood`` and ``compact``.
+"""Typed results of ``Memory``: a search (``SearchResult``, with its ``SearchExplain``) and the
+reports of the inspection methods: ``health``, ``stats``, ``sessions``, ``neighbourhood`` and
+``compact``.
 
 Frozen dataclasses, so a report is a value: compare it, hash it (where its fields allow), turn it
 into JSON with ``dataclasses.asdict`` (``CompactReport.as_dict`` leaves out what its backend does
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .types import Trace
+from .types import Evidence, Trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,3 +150,87 @@ class CompactReport:
             out["done"] = list(self.done)
         out["retained"] = list(self.retained)
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class QuerySummary:
+    """What a search read from its query (the engine's query profile, as plain values).
+
+    ``subject`` is the participant the question is about (None if none); ``answer_type`` the
+    kind of answer asked for (``"person"``, ``"time"``, ``"place"``...); ``keywords`` and
+    ``names`` the words and capitalized names it matched on; ``time_cues`` the periods it
+    names, each as (first day, last day) in ISO 8601; ``asks_time`` whether it asks when;
+    ``aggregation`` whether it asks for a list ("What activities does X do?").
+    """
+
+    subject: str | None
+    answer_type: str
+    keywords: tuple[str, ...]
+    names: tuple[str, ...]
+    time_cues: tuple[tuple[str, str], ...]
+    asks_time: bool
+    aggregation: bool
+
+
+@dataclass(frozen=True, slots=True)
+class NoAnswerSignals:
+    """What the no-answer score of a search was computed from, each in [0, 1]
+    (``zeromem.retrieval.calibrate.NoAnswerInputs`` documents each one): how much of the
+    question the best evidence covers, how close it is, and whether the question's subject
+    said it."""
+
+    keyword_coverage: float
+    term_coverage: float
+    unseen_terms: float
+    top_cosine: float
+    names_missing: float
+    off_subject: float
+    subject_asks: float
+    subject_addresses: float
+    subject_unsaid: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchExplain:
+    """How a search found its evidence (``SearchResult.explain``).
+
+    ``route`` is the retrieval route it took: ``"relational"`` (the entity graph leads) or
+    ``"local"`` (the hierarchy of turns, windows and sessions leads), with ``route_weight``
+    the leading view's share (ρ); ``query`` what it read from the query; ``timings``
+    milliseconds per stage (``encode_ms``, ``total_ms``...); ``no_answer_inputs`` what the
+    no-answer score was computed from (None for an empty memory).
+    """
+
+    route: str
+    route_weight: float
+    query: QuerySummary
+    timings: dict[str, float]
+    no_answer_inputs: NoAnswerSignals | None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """What ``Memory.search_detailed`` returns: the evidence, best first, and how it was found.
+
+    ``no_answer_score`` (0–1) is high when memory probably holds no answer; ``no_answer`` is
+    True when it is at least the threshold the no-answer model was fitted for
+    (``zeromem.retrieval.calibrate.NO_ANSWER_THRESHOLD``: ≥ 90 % precision on the development
+    data). ``degraded`` says what the search had to do without (empty when every model
+    works); ``explain`` how it searched.
+    """
+
+    evidence: tuple[Evidence, ...]
+    no_answer_score: float
+    no_answer: bool
+    degraded: tuple[str, ...]
+    explain: SearchExplain
+
+    @property
+    def timings(self) -> dict[str, float]:
+        """Deprecated alias of ``explain.timings`` (CHANGELOG: 1.1)."""
+        return self.explain.timings
+
+    @property
+    def no_answer_inputs(self) -> NoAnswerSignals | None:
+        """Deprecated alias of ``explain.no_answer_inputs`` (CHANGELOG: 1.1)."""
+        return self.explain.no_answer_inputs

@@ -201,15 +201,12 @@ def describe_search(result: Any) -> Attributes:
     components, and the engine's timings in milliseconds."""
     attributes: Attributes = {"zeromem.evidence.count": len(result.evidence),
                               "zeromem.no_answer_score": float(result.no_answer_score)}
-    route = getattr(result, "route", None)
-    if route is not None:
-        attributes["zeromem.route"] = str(route.primary)
-        attributes["zeromem.route.rho"] = float(route.rho)
-    answer_type = getattr(getattr(result, "profile", None), "answer_type", None)
-    if isinstance(answer_type, str):
-        attributes["zeromem.query.answer_type"] = answer_type  # a fixed category, not the query
+    explain = result.explain
+    attributes["zeromem.route"] = str(explain.route)
+    attributes["zeromem.route.rho"] = float(explain.route_weight)
+    attributes["zeromem.query.answer_type"] = str(explain.query.answer_type)  # a fixed category, not the query
     attributes.update(_degraded(result.degraded))
-    for stage, milliseconds in result.timings.items():
+    for stage, milliseconds in explain.timings.items():
         attributes[f"zeromem.timing.{stage}"] = float(milliseconds)
     return attributes
 

@@ -105,7 +105,7 @@ def cli_cases(seeded: Seeded) -> st.SearchStrategy[CliCase]:
     metas = st.lists(weighted((3, st.builds(lambda k, v: f"{k}={v}", st.sampled_from(
         ["topic", "importance", "pinned", "bad key", "", "é"]), st.sampled_from(
         ["home", "1", "true", "null", "[1]", "{", "", "9" * 5000, "[" * 2000, "\udcff"]))), (1, arg_text)),
-        max_size=2).map(lambda pairs: [x for pair in pairs for x in ("--meta", pair)])
+        max_size=2).map(lambda pairs: [x for pair in pairs for x in ("--filter", pair)])
     json_flag = _flags(json=None)
     inputs = st.lists(weighted((8, st.just(FILE)), (1, st.sampled_from([NOFILE, FOLDER, GARBAGE, DB]))),
                       min_size=1, max_size=2)

@@ -1,4 +1,4 @@
-"""``zeromem bench lifecycle``: what active memory holds, keeps and costs (docs/decisions.md#d-018).
+"""``zeromem bench lifecycle``: what active memory holds, keeps and costs (docs/decisions/0018-survival-score.md).
 
 Sections (each LoCoMo conversation is one memory, questions of categories 1–4):
 

@@ -1,6 +1,6 @@
 """Fit the no-answer model (retrieval/calibrate.py) on benchmark dev data and measure it out of sample.
 
-One row per question: the ``NoAnswerInputs`` of its search (``SearchResult.no_answer_inputs``,
+One row per question: the ``NoAnswerInputs`` of its search (``SearchResult.explain.no_answer_inputs``,
 k = ``K``) and whether memory holds no answer — LoCoMo's adversarial questions against its
 answerable ones; LongMemEval-S's abstention questions (ids ending ``_abs``) against every other
 question of the file (one ~500-turn memory per question: the first run ingests for about an
@@ -11,7 +11,7 @@ The model is logistic: σ(bias + Σ weight · input), L2 ``L2`` on the weights, 
 the same, solved by Newton's method from zero — the same rows give the same coefficients. (With
 each benchmark's rows weighted to the same total, each of LongMemEval's then 32 rows counted as
 much as 31 LoCoMo rows and the fit followed their noise: LoCoMo AUROC left out by conversation 83.8 →
-79.6, docs/decisions.md#d-057.) The threshold is the lowest cut at which ``PRECISION`` of the
+79.6, docs/decisions/0057-no-answer-refit.md.) The threshold is the lowest cut at which ``PRECISION`` of the
 rows scoring at least that much are unanswerable. Out of sample: leave one memory group out
 (each LoCoMo conversation; each half of the LongMemEval questions, by position) and leave one
 benchmark out, against the shipped constants scored on the same rows.
@@ -92,7 +92,7 @@ def longmemeval_questions(data: Path) -> list[tuple[Corpus, str, list[tuple[Any,
     """(question's haystack, group, [(question, unanswerable)]): every question of the file, its
     abstention questions unanswerable; grouped by the question's half (position even / odd).
     (Each abstention question with only the next answerable one, 32 rows, left the answerable
-    side too small to say what the score does on the file: docs/decisions.md#d-058.)"""
+    side too small to say what the score does on the file: docs/decisions/0058-subject-never-wrote.md.)"""
     from .longmemeval import load_longmemeval
 
     corpora = load_longmemeval(data / "longmemeval" / "longmemeval_s_dev.json.gz").corpora
@@ -124,7 +124,7 @@ def collect(benchmark: str, data: Path, cache: Path, *, config: Config | None = 
             try:
                 for query, unanswerable in asked:
                     result = mem.search_detailed(query.text, user=corpus.name, k=K, now=query.asked_at)
-                    inputs = result.no_answer_inputs
+                    inputs = result.explain.no_answer_inputs
                     if inputs is None:
                         raise RuntimeError(f"{query.qid}: the search gave no no-answer inputs (empty memory?)")
                     x.append([getattr(inputs, f) for f in INPUTS])

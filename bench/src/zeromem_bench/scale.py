@@ -88,7 +88,7 @@ def _measure(target: str, conversation: Any, questions: list[str], sizes: list[i
             load_s = time.perf_counter() - t0
             totals, retrieval = [], []
             for question in tqdm(questions, desc=f"{size} traces", disable=not progress):
-                timings = mem.search_detailed(question, k=10).timings
+                timings = mem.search_detailed(question, k=10).explain.timings
                 totals.append(timings["total_ms"])
                 retrieval.append(timings["retrieve_ms"])
             added, after_add = _agent_loop(mem, conversation.drafts, questions, adds, size)

@@ -246,7 +246,7 @@ def loop_step(path: str, stream_data: str, turns: int | None, questions: list[st
             t0 = time.perf_counter()
             result = mem.search_detailed(question, k=k)
             sink.append((time.perf_counter() - t0) * 1000.0)
-            encode_ms.append(float(result.timings.get("encode_ms") or 0.0))
+            encode_ms.append(float(result.explain.timings.get("encode_ms") or 0.0))
             empty += not result.evidence
     spent = reader_base.usage() - before
     reader_base.assert_no_llm_calls(spent, f"bench stream loop at {label}")

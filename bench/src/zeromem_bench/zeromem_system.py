@@ -102,8 +102,8 @@ class ZeromemSystem:
         # exceed its token budget, and that is measured by the context metrics instead.
         evidence = list(result.evidence)
         context = mem.render(evidence, user=corpus).text
-        total_ms = float(result.timings.get("total_ms", elapsed_ms(start)))
-        encode_ms = float(result.timings["encode_ms"]) if "encode_ms" in result.timings else None
+        total_ms = float(result.explain.timings.get("total_ms", elapsed_ms(start)))
+        encode_ms = float(result.explain.timings["encode_ms"]) if "encode_ms" in result.explain.timings else None
         score = result.no_answer_score
         groups = [[item.provenance.source_id or item.trace_id] for item in evidence]
         return QueryResult(groups, [item.text for item in evidence], context, total_ms, encode_ms,

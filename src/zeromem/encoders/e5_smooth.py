@@ -15,7 +15,7 @@ Each factor is rounded to a power of two, so multiplying by it is exact and a ma
 kernels sum in another order almost never gets different int8 weights.
 
 ``ALPHA`` = 0.8: chosen against the 4-bit graph on 200 MemDaily messages and questions
-(dev data, docs/decisions.md D-044), calibrated on ``CALIBRATION``: mean cosine 0.9975
+(dev data, docs/decisions/0044-multilingual-int8.md), calibrated on ``CALIBRATION``: mean cosine 0.9975
 without smoothing, 0.99950 at 0.7, 0.99953 at 0.8, 0.99938 at 0.9 (without the median
 guard below: 0.99923, min 0.9932).
 """

@@ -6,7 +6,7 @@
   ``quantize=True`` its MatMul weights are dynamically quantized to int8 (per channel).
   Measured on a 2-core EPYC: a query encodes in ~9 ms instead of ~25-55 ms through torch,
   at mean cosine 0.991 to the torch vectors and equal dense recall on LoCoMo (fp32 export:
-  cosine 1.0000, ~13 ms). See docs/decisions.md#d-003.
+  cosine 1.0000, ~13 ms). See docs/decisions/0003-onnx-int8-embeddings.md.
 
 Every backend returns float32 rows with unit L2 norm, so a dot product is the cosine.
 

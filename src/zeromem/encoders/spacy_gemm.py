@@ -4,7 +4,7 @@ thinc's ``NumpyOps`` multiplies matrices with blis by default. The layers of the
 pipeline (its two tok2vec CNNs: (tokens × 288) · (288 × 288) maxout products) take ~47 % of
 the pipeline's time in batches, and on the CPUs measured here numpy's OpenBLAS does them in
 about half blis' time: LoCoMo turns in batches of 64, 5.5 → 3.6 CPU-ms a turn, every entity
-span and tag of 1 200 turns equal (docs/decisions.md#d-049). thinc supports this switch itself
+span and tag of 1 200 turns equal (docs/decisions/0049-spacy-blas.md). thinc supports this switch itself
 (``NumpyOps(use_blis=False)`` delegates ``gemm`` to ``numpy.dot``); the parser's own C loop
 keeps its blis routines (``ops.cblas()``).
 

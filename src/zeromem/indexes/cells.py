@@ -5,7 +5,7 @@ and reads only the rows of its ``PROBES`` nearest cells, so its cost stays near
 ``PROBES · ROWS_PER_CELL`` rows however large the index grows. Why not the HNSW graph of
 ``DenseIndex.search``: that costs ~0.8 ms per row to build (80 s at 100k rows, on one core),
 cells ~2 s, and a snapshot is rebuilt after every write. Recall against exact search on LoCoMo
-units, in docs/decisions.md#d-006.
+units, in docs/decisions/0006-large-scopes.md.
 
 Deterministic: the initial centroids are evenly spaced rows of an evenly spaced training
 sample, the iteration count is fixed, matrix products run on one BLAS thread, and every tie is

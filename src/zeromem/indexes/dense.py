@@ -17,7 +17,7 @@ at ef=64, 0.97-0.98 at ef=128) at sub-millisecond latency, and all take minutes 
 one busy core. usearch has the smallest wheel, no OpenMP, incremental add/remove and
 serialization. The graph is built lazily, on the first ``search`` at or above the threshold:
 building costs ~0.5-1.5 ms per vector, so it only pays off for a snapshot that answers
-thousands of ``search`` calls; ``scores`` never needs it. Numbers in docs/decisions.md#d-005
+thousands of ``search`` calls; ``scores`` never needs it. Numbers in docs/decisions/0005-usearch-hnsw.md
 (``search`` now serves only the dense baselines).
 """
 

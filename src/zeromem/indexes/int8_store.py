@@ -4,7 +4,7 @@ A scope's unit vectors are float32 in the store (the source of record); in memor
 holds each as ``round(v / s)`` in int8 with ``s = max|v| / 127`` (``quantize``) — a quarter of
 the bytes — and computes every cosine from them with one exact integer product
 (int_product.py: the query split into two 7-bit columns). A cosine is then that of the
-dequantized row, off the float32 one by ~5e-4 (docs/decisions.md#d-014, #d-045), and it is the
+dequantized row, off the float32 one by ~5e-4 (decisions D-014, D-045), and it is the
 same number wherever the row sits and however many rows there are (integer sums are exact;
 a float product is rounded by the row's position in the kernel's blocks).
 

@@ -5,7 +5,7 @@ every query, and MLAS repacks all of them for each call: 49 846 rows × 384 take
 core of an AMD EPYC host, where a plain copy of the same 19 MB takes 1.1 ms. Turned around — the
 query's columns as the left operand, the rows as a constant right operand — MLAS packs the
 rows once, when the session is made, and a product then only reads the packed copy: ~1.0 ms
-for the same rows in blocks of 4 096 (docs/decisions.md#d-047).
+for the same rows in blocks of 4 096 (docs/decisions/0047-entity-rich-search.md).
 
 Rows change (a level's slots are written in place, entity rows are appended), so each full
 block of ``BLOCK_ROWS`` rows gets its own session, made when a product needs it; the rows past

@@ -34,6 +34,7 @@ from .cli_common import (
     fail,
     friendly,
     open_memory,
+    parse_key_values,
     print_json,
     safe,
 )
@@ -142,23 +143,6 @@ def _print_ingest_report(report: dict[str, Any]) -> None:
         typer.echo(f"  questions: {report['questions']} in the file (kept for benchmarks, not stored)")
 
 
-def _parse_filters(pairs: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise InvalidInput(f"--filter takes KEY=VALUE, got {pair[:100]!r}")
-        try:
-            out[key] = json.loads(raw)  # so that n=3 and flag=true match numbers and booleans
-        except json.JSONDecodeError:
-            out[key] = raw
-        except (RecursionError, ValueError):  # nested past the parser's depth; huge numbers
-            raise InvalidInput(f"--filter {key[:100]!r}: the value cannot be read as JSON (nested "
-                               "too deeply or a number too long); filters compare plain values "
-                               "such as text, numbers and true/false") from None
-    return out
-
-
 @app.command("list")
 @friendly
 def list_traces(
@@ -169,7 +153,7 @@ def list_traces(
     until: Annotated[str | None, typer.Option(
         "--until", help="only traces at or before this time")] = None,
     filters: Annotated[list[str] | None, typer.Option(
-        "--filter", "--meta", metavar="KEY=VALUE", help="only traces whose metadata KEY equals VALUE "
+        "--filter", metavar="KEY=VALUE", help="only traces whose metadata KEY equals VALUE "
         "(repeatable; VALUE is read as JSON when it parses, else as text)")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=0, help="at most this many")] = None,
     offset: Annotated[int, typer.Option("--offset", min=0, help="skip this many first")] = 0,
@@ -179,7 +163,7 @@ def list_traces(
     """List the traces of one scope in conversation order (session time, session, seq)."""
     with open_memory(db, user, agent) as mem:
         traces = mem.list(session=session, since=since, until=until,
-                          filters=_parse_filters(filters or []) or None, limit=limit, offset=offset)
+                          filters=parse_key_values(filters, "--filter") or None, limit=limit, offset=offset)
     if as_json:
         print_json(traces)
         return
@@ -385,8 +369,18 @@ def main() -> None:
 # Importing the command modules registers their commands on ``app`` after the ones above (the
 # order `zeromem --help` lists them in): search, reindex, demo (cli_retrieval); serve, keys
 # (cli_service); mcp (cli_mcp); migrate (cli_migrate); active, cards (cli_lifecycle); export,
-# import, backup (cli_export).
-from . import cli_export, cli_lifecycle, cli_mcp, cli_migrate, cli_names, cli_retrieval, cli_service  # noqa: E402, F401
+# import, backup (cli_export); add, update, pin, unpin, archive, unarchive, sessions,
+# neighbourhood, context, answer, index, health (cli_memory).
+from . import (  # noqa: E402, F401
+    cli_export,
+    cli_lifecycle,
+    cli_mcp,
+    cli_memory,
+    cli_migrate,
+    cli_names,
+    cli_retrieval,
+    cli_service,
+)
 
 if __name__ == "__main__":
     # Run as a script (python -m zeromem.interfaces.cli): ``app`` lives in cli_common, so this

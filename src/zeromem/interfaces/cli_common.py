@@ -16,8 +16,8 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from ..config import Config, default_db_path
-from ..errors import NotFound, ZeromemError
+from ..config import Config, default_db_path, parse_setting
+from ..errors import InvalidInput, NotFound, ZeromemError
 from ..memory import Memory
 
 app = typer.Typer(
@@ -37,6 +37,14 @@ UserOption = Annotated[str | None, typer.Option(
 AgentOption = Annotated[str | None, typer.Option(
     "--agent", help="agent id of the scope (namespace) to use, alone or with --user")]
 JsonOption = Annotated[bool, typer.Option("--json", help="print JSON instead of text")]
+ConfigFileOption = Annotated[Path | None, typer.Option(
+    "--config", envvar="ZEROMEM_CONFIG", metavar="FILE", show_default=False,
+    help="a TOML or JSON file of Config fields (top-level fields, then encoders and retrieval "
+         "tables); ZEROMEM_<FIELD> variables override it, flags override both")]
+SetOption = Annotated[list[str] | None, typer.Option(
+    "--set", metavar="FIELD=VALUE", show_default=False,
+    help="set one Config field, e.g. --set index_cache_mb=512 --set retrieval.ppr_damping=0.5 "
+         "(repeatable; overrides ZEROMEM_<FIELD> and --config)")]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,20 +87,52 @@ def friendly(func: F) -> F:
 
 
 def open_memory(db: str | Path | None, user: str | None, agent: str | None, *,
-                create: bool = False, lock_timeout_s: float | None = None) -> Memory:
+                create: bool = False, lock_timeout_s: float | None = None,
+                config: Config | None = None) -> Memory:
     """The Memory a command works on: ``--db`` (or the default path) in one scope.
 
     Only writing commands pass ``create=True``: a mistyped --db on a read must not leave an
-    empty store behind. ``lock_timeout_s`` (``--lock-timeout``) replaces Config's default.
+    empty store behind. ``lock_timeout_s`` (``--lock-timeout``) replaces Config's default;
+    ``config`` (``load_config``) is the whole Config of a command that takes one.
     """
     path = db if db is not None else default_db_path()
     local = str(path)  # a URL (sqlite:///…) is checked by the store itself
     if "://" not in local and not create and local != ":memory:" and not Path(local).expanduser().exists():
         raise NotFound(f"no zeromem store at {path}: check --db / $ZEROMEM_DB, "
                        "or create one with `zeromem ingest FILE`")
-    if lock_timeout_s is None:
-        return Memory(path, user=user, agent=agent)
-    return Memory(path, user=user, agent=agent, config=Config(lock_timeout_s=lock_timeout_s))
+    if lock_timeout_s is not None:
+        config = Config(lock_timeout_s=lock_timeout_s)
+    return Memory(path, user=user, agent=agent, config=config)
+
+
+def load_config(file: Path | None, settings: list[str] | None, **flags: Any) -> Config:
+    """The Config of a long-running command (``serve``, ``mcp``), by precedence: its flags
+    (``--set FIELD=VALUE``, then named ones such as ``--index-cache-mb``: ``flags``, None
+    where not given) over ``ZEROMEM_<FIELD>`` variables over ``--config FILE`` over the
+    defaults. Every value is checked once, by ``Config``."""
+    given = dict(parse_setting(text) for text in settings or ())
+    given.update({name: value for name, value in flags.items() if value is not None})
+    return Config.load(file=file, settings=given)
+
+
+def parse_key_values(pairs: list[str] | None, flag: str) -> dict[str, Any]:
+    """Repeated ``KEY=VALUE`` options (``--filter``, ``--metadata``) as a dict; VALUE is read
+    as JSON when it parses (so ``n=3`` and ``flag=true`` give a number and a boolean), else
+    kept as text."""
+    out: dict[str, Any] = {}
+    for pair in pairs or ():
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f"{flag} takes KEY=VALUE, got {pair[:100]!r}")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+        except (RecursionError, ValueError):  # nested past the parser's depth; huge numbers
+            raise InvalidInput(f"{flag} {key[:100]!r}: the value cannot be read as JSON (nested "
+                               "too deeply or a number too long); give plain values such as "
+                               "text, numbers and true/false") from None
+    return out
 
 
 def print_json(value: Any) -> None:

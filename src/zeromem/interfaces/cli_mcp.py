@@ -20,7 +20,17 @@ from typing import Annotated
 
 import typer
 
-from .cli_common import AgentOption, DbOption, UserOption, app, friendly, open_memory
+from .cli_common import (
+    AgentOption,
+    ConfigFileOption,
+    DbOption,
+    SetOption,
+    UserOption,
+    app,
+    friendly,
+    load_config,
+    open_memory,
+)
 from .extras import require
 
 
@@ -43,22 +53,26 @@ def mcp(
                        "on loopback unless the network in between is trusted)")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535,
                                       help="port to listen on with --transport http")] = 8765,
+    config_file: ConfigFileOption = None,
+    settings: SetOption = None,
 ) -> None:
     """Serve the scope's memory to an agent over MCP (zero LLM calls).
 
     Tools: remember, recall, context, forget, history. Resources: zeromem://sessions,
     zeromem://sessions/{session}, zeromem://traces/{trace_id}. The store is created if
-    missing. In stdio mode stdout carries only the protocol; logs go to stderr.
+    missing. In stdio mode stdout carries only the protocol; logs go to stderr. Config fields
+    are set as for `zeromem serve`: --set FIELD=VALUE over ZEROMEM_<FIELD> over --config FILE.
     """
     require("mcp", "zeromem mcp")
     from .mcp_server import build_server  # the MCP SDK: imported by this command only
 
     stdio = transport is Transport.stdio
+    config = load_config(config_file, settings)  # a bad setting stops the start, before the store opens
     # In stdio mode stdout is the protocol channel; a stray print while the models and the
     # store load would corrupt the client's first read. The SDK guards stdout itself once it
     # serves, so the guard must be lifted before it starts.
     with _stdout_to_stderr() if stdio else contextlib.nullcontext():
-        memory = open_memory(db, user, agent, create=True)
+        memory = open_memory(db, user, agent, create=True, config=config)
         try:
             server = build_server(memory, user=user, agent=agent)
         except BaseException:

@@ -16,8 +16,8 @@ from ..ingest import load_file
 from ..ingest.locomo import LocomoQuestion, locomo_questions
 from ..memory import Memory
 from ..reader.base import usage
+from ..results import SearchResult
 from ..retrieval.calibrate import NO_ANSWER_THRESHOLD
-from ..retrieval.engine import SearchResult
 from .cli_common import (
     AgentOption,
     DbOption,
@@ -92,13 +92,14 @@ def search(
         result = mem.search_detailed(query, k=k, session=session, as_of=as_of, now=now)
         rendered = mem.render(result.evidence, budget_tokens=None) if context else None
     if as_json:
-        print_json({"query": query, "route": result.route.primary,
-                    "no_answer_score": result.no_answer_score, "timings_ms": result.timings,
+        print_json({"query": query, "route": result.explain.route,
+                    "no_answer_score": result.no_answer_score, "no_answer": result.no_answer,
+                    "timings_ms": result.explain.timings,
                     "evidence": result.evidence})
         return
-    typer.echo(f"route={result.route.primary}  no_answer_score={result.no_answer_score:.2f}  "
-               f"time={result.timings['total_ms']:.1f} ms "
-               f"(query encoding {result.timings['encode_ms']:.1f} ms)")
+    typer.echo(f"route={result.explain.route}  no_answer_score={result.no_answer_score:.2f}  "
+               f"time={result.explain.timings['total_ms']:.1f} ms "
+               f"(query encoding {result.explain.timings['encode_ms']:.1f} ms)")
     _print_evidence(result, show_why=why)
     if rendered is not None:
         typer.echo("\n" + safe(rendered.text))
@@ -167,7 +168,7 @@ def demo(
                            "a good result has a high no_answer_score")
                 typer.echo(f"   turns it is built on: {verdict}")
             typer.echo(f"   no_answer_score={result.no_answer_score:.2f}  "
-                       f"{result.timings['total_ms']:.1f} ms")
+                       f"{result.explain.timings['total_ms']:.1f} ms")
             _print_evidence(result)
         spent = usage() - before
         scored = [level for level in levels if level >= 0]

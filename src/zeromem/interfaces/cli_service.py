@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
 import math
 import os
@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,15 +23,21 @@ from ..store.base import scope_key
 from ..types import Scope
 from .cli_common import (
     AgentOption,
+    ConfigFileOption,
     DbOption,
     JsonOption,
+    SetOption,
     UserOption,
     app,
     friendly,
+    load_config,
     open_memory,
     print_json,
 )
 from .extras import require
+
+if TYPE_CHECKING:
+    from .server.options import WorkerSpec
 
 COMPAT_APIS = ("mem0",)  # --compat: other memory APIs the server can answer as well
 keys_app = typer.Typer(help="API keys of `zeromem serve`: each key reads and writes one scope.",
@@ -61,9 +67,12 @@ def serve(
     preload: Annotated[bool, typer.Option(
         "--preload", help="build scopes' in-memory indexes at start, as many as --index-cache-mb holds "
         "(/readyz waits for it)")] = False,
-    index_cache_mb: Annotated[float, typer.Option(
-        "--index-cache-mb", min=0, help="memory per worker for the in-memory indexes of the scopes "
-        "searched most recently (least recently used dropped beyond it)")] = Config().index_cache_mb,
+    index_cache_mb: Annotated[float | None, typer.Option(
+        "--index-cache-mb", show_default=False, help="memory per worker for the in-memory indexes of the "
+        "scopes searched most recently (least recently used dropped beyond it) "
+        f"(the Config field index_cache_mb, default {Config().index_cache_mb:g})")] = None,
+    config_file: ConfigFileOption = None,
+    settings: SetOption = None,
     allow_host: Annotated[list[str] | None, typer.Option(
         "--allow-host", help="another Host name the server answers to, e.g. memory.example.com "
         "behind a proxy (repeatable; '*': any). The bound address and loopback names always are")] = None,
@@ -78,33 +87,39 @@ def serve(
         "self-hosted REST routes; the API keys still decide the scope)")] = None,
     log_level: Annotated[str, typer.Option("--log-level")] = "warning",
 ) -> None:
-    """Serve the memory over HTTP: REST API at /v1 (OpenAPI docs at /docs), inspector at /."""
+    """Serve the memory over HTTP: REST API at /v1 (OpenAPI docs at /docs), inspector at /.
+
+    Every Config field can be set: by --set FIELD=VALUE (or its own flag, such as
+    --index-cache-mb), by a ZEROMEM_<FIELD> environment variable (ZEROMEM_RETRIEVAL_PPR_DAMPING)
+    or in --config FILE; a flag wins over a variable, a variable over the file.
+    """
     require("server", "zeromem serve")
     if metrics:
         require("otel", "zeromem serve --metrics")
     tracing.enabled()  # ZEROMEM_OTEL=1 without the otel extra: one clear error here, not one per worker
     import uvicorn
 
+    from .server.options import ServerOptions, WorkerSpec
+
     if no_auth and host not in ("127.0.0.1", "localhost", "::1"):
         raise InvalidInput("--no-auth serves anyone who can connect: only with --host 127.0.0.1")
     unknown = sorted(set(compat or ()) - set(COMPAT_APIS))
     if unknown:
         raise InvalidInput(f"--compat {unknown[0]}: zeromem speaks {', '.join(COMPAT_APIS)}")
-    if (reader_url is None) != (reader_model is None):
-        raise InvalidInput("--reader-url and --reader-model go together")
     if not math.isfinite(max_body_mb) or int(max_body_mb * 1024 * 1024) < 1:
         raise InvalidInput(f"--max-body-mb {max_body_mb:g} would refuse every request body: pass a "
                            "size above 0 (the default is 16)")
-    with open_memory(db, user, agent, create=True) as mem:  # creates/migrates the store once
+    # Both checked before the store is opened: a refused start must not create an empty store.
+    options = ServerOptions(
+        db="", user=user, agent=agent, require_auth=not no_auth, max_body_bytes=int(max_body_mb * 1024 * 1024),
+        reader_url=reader_url, reader_model=reader_model, threads=threads, preload=preload, host=host,
+        allow_hosts=tuple(allow_host or ()), allow_origins=tuple(allow_origin or ()), metrics=metrics,
+        compat=tuple(sorted(set(compat or ()))))
+    config = load_config(config_file, settings, index_cache_mb=index_cache_mb)
+    with open_memory(db, user, agent, create=True, config=config) as mem:  # creates/migrates the store once
         path = mem.path
         keys = len([k for k in store_of(mem).api_keys() if k.active])
-    options = {
-        "db": db if db is not None and "://" in str(db) else path, "user": user, "agent": agent,
-        "require_auth": not no_auth, "max_body_bytes": int(max_body_mb * 1024 * 1024),
-        "reader_url": reader_url, "reader_model": reader_model, "threads": threads,
-        "preload": preload, "index_cache_mb": index_cache_mb, "host": host,
-        "allow_hosts": allow_host or [], "allow_origins": allow_origin or [], "metrics": metrics,
-        "compat": sorted(set(compat or ()))}
+    options = dataclasses.replace(options, db=str(db) if db is not None and "://" in str(db) else path)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     auth = "no auth" if no_auth else f"{keys} active API key(s)"
     typer.echo(f"zeromem serve: {path} on http://{host}:{port} ({auth}, {workers} worker process(es)); "
@@ -113,17 +128,18 @@ def serve(
         typer.echo("  no API key yet: make one with `zeromem keys add --db ... --user U`", err=True)
     from .server.metrics import multiprocess_dir
 
-    with worker_options(options), multiprocess_dir(workers if metrics else 1):
+    with worker_options(WorkerSpec(options, config)), multiprocess_dir(workers if metrics else 1):
         uvicorn.run("zeromem.interfaces.server.app:app_from_environment", factory=True, host=host,
                     port=port, workers=workers if workers > 1 else None, log_level=log_level,
                     access_log=False)
 
 
 @contextmanager
-def worker_options(options: dict[str, Any]) -> Iterator[Path]:
-    """Hand the options to the worker processes in a file only this user can read, named in
-    ``$ZEROMEM_SERVE``: a PostgreSQL URL's password must not sit in the workers' environment
-    (``ps e`` shows it), and a worker uvicorn restarts reads the file again. Removed at exit."""
+def worker_options(spec: WorkerSpec) -> Iterator[Path]:
+    """Hand the Config and the server options to the worker processes in a file only this
+    user can read, named in ``$ZEROMEM_SERVE``: a PostgreSQL URL's password must not sit in the
+    workers' environment (``ps e`` shows it), and a worker uvicorn restarts reads the file
+    again. Removed at exit."""
     from .server.app import ENVIRONMENT
 
     handle, name = tempfile.mkstemp(prefix="zeromem-serve-", suffix=".json")  # mode 0600
@@ -131,7 +147,7 @@ def worker_options(options: dict[str, Any]) -> Iterator[Path]:
     previous = os.environ.get(ENVIRONMENT)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(options, out)
+            out.write(spec.to_json())
         os.environ[ENVIRONMENT] = str(path)
         yield path
     finally:

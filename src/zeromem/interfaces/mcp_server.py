@@ -98,6 +98,8 @@ class Recalled(BaseModel):
         description="0..1; how likely memory holds no answer (the evidence covers little of the "
                     "query, is far in meaning, misses its names or was said by someone else); "
                     "at or above zeromem.retrieval.calibrate.NO_ANSWER_THRESHOLD: probably none")
+    no_answer: bool = Field(False, description="no_answer_score is at or above that threshold: memory "
+                                               "probably holds no answer; say so instead of guessing")
 
 
 class ContextBlock(BaseModel):
@@ -201,7 +203,7 @@ def build_server(memory: Memory, *, user: str | None, agent: str | None,
         with _tool_errors():
             result = memory.search_detailed(query, k=k, session=session, now=now, as_of=as_of, **scope)
         return Recalled(query=query, evidence=[_evidence(ev) for ev in result.evidence],
-                        no_answer_score=result.no_answer_score)
+                        no_answer_score=result.no_answer_score, no_answer=result.no_answer)
 
     @tool("Memory context block", read_only_hint=True)
     def context(

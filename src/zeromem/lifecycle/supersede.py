@@ -177,7 +177,7 @@ def restrict(assertions: Mapping[int, list[StateAssertion]], keep: Callable[[int
 # -- value updates (module docstring) -------------------------------------------------------
 # A candidate turn counts as a state of what the question asks when it holds at least this
 # share of the question's idf weight (retrieval/select.query_term_weights). Chosen on half A of
-# the LongMemEval-S dev knowledge-update questions (docs/decisions.md#d-040).
+# the LongMemEval-S dev knowledge-update questions (docs/decisions/0040-knowledge-updates.md).
 VALUE_UPDATE_COVERAGE = 0.4
 
 _EN_COUNT_WORDS = ("one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"

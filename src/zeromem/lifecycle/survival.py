@@ -35,7 +35,7 @@ by the user: ID = 0.55, |S| = 0.0, E_norm = 0.0, length 14/30 = 0.47, constraint
 Cost: one ``math.exp`` per score and per decay step, no I/O, no model; the features come
 from ``signals.py`` (spaCy POS + VADER + stored NER mentions + ``rules.py``).
 
-How the constants were chosen: docs/decisions.md#d-018 — the
+How the constants were chosen: docs/decisions/0018-survival-score.md — the
 weights by the role each signal should play (acks out first, constraints and preferences
 last), then λ and η checked on two LoCoMo dev conversations and reported on the other three.
 """

@@ -118,7 +118,7 @@ class NoAnswerInputs:
 # `zeromem bench fit-no-answer` (L2 0.1, every row weighted the same) on the dev questions of
 # LoCoMo (5 conversations: 237 adversarial vs 760 answerable) and LongMemEval-S (17 abstention
 # questions vs the file's 221 others); that command reproduces these constants and measures them
-# out of sample (docs/decisions.md#d-058; refit at d-060 and d-061).
+# out of sample (docs/decisions/0058-subject-never-wrote.md; refit at d-060 and d-061).
 NA_BIAS = -3.082
 NA_KEYWORD_COVERAGE = 0.474  # the coverage inputs overlap each other and NA_SUBJECT_UNSAID (words
 NA_TERM_COVERAGE = 0.833  # missing where the evidence is): a weight is read with the others, not alone
@@ -168,7 +168,7 @@ def no_answer_score(inputs: NoAnswerInputs) -> float:
     digits (the same search gives the same score). Dev AUROC, each question scored by a model
     fitted without its memory group (`zeromem bench fit-no-answer`): LoCoMo adversarial vs
     answerable 85.2, LongMemEval-S abstention vs answerable 72.8 (238 questions, left out by
-    half); docs/decisions.md#d-058.
+    half); docs/decisions/0058-subject-never-wrote.md.
     """
     z = (NA_BIAS + NA_KEYWORD_COVERAGE * inputs.keyword_coverage + NA_TERM_COVERAGE * inputs.term_coverage
          + NA_UNSEEN_TERMS * inputs.unseen_terms + NA_TOP_COSINE * inputs.top_cosine

@@ -7,10 +7,10 @@
 - Graph ``N_g``: the episode named after an entity a top candidate mentions by name (the
   second hop of a bridge question), and, when ``bridges`` > 0, turns that mention entities of
   two or more different primary candidates (off by default: ``RetrievalConfig.
-  closure_graph_bridges``; on the dev sets they helped nowhere, docs/decisions.md#d-024).
+  closure_graph_bridges``; on the dev sets they helped nowhere, docs/ranking-constants.md).
 - Subject hops: for a question that defines what it asks about through something else, the
   turns that share the subject of a top candidate (its words the query does not use) and hold
-  the part of the query it leaves open (docs/decisions.md#d-051).
+  the part of the query it leaves open (docs/decisions/0051-subject-hops.md).
 A closure unit inherits a decayed share of the score of the candidate(s) that brought it in, and
 competes with the remaining ranked turns for the budget, so closure never crowds out a better
 direct match.
@@ -28,17 +28,17 @@ NEXT_DECAY = 0.55
 NEXT_AFTER_QUESTION_DECAY = 0.8
 PREV_DECAY = 0.35
 # A statement, a question about it, its answer: the answer says more of what the statement
-# started, in words of its own (docs/decisions.md#d-028).
+# started, in words of its own (docs/decisions/0028-closure-answers.md).
 ANSWER_AFTER_QUESTION_DECAY = 0.75
 # Burst-aware closure (``speaker`` given): how far past a burst the reply is looked for, and
-# what the next message of the same burst inherits (docs/decisions.md#d-063).
+# what the next message of the same burst inherits (docs/decisions/0063-real-chat.md).
 REPLY_REACH = 6
 CONTINUATION_DECAY = 0.55
 BRIDGE_DECAY = 0.6
-TITLE_LINK_DECAY = 1.1  # a hop may pass its source: a well-matching page the top hit names (docs/decisions.md#d-024)
+TITLE_LINK_DECAY = 1.1  # a hop may pass its source: a well-matching page the top hit names (docs/ranking-constants.md)
 TITLE_LINK_SOURCES = 3
 RESIDUAL_SHARE = 0.5  # of a hop target's match: the part of the query its source leaves unmatched
-SUBJECT_HOP_DECAY = 1.0  # × the source's score × link × residual (docs/decisions.md#d-051)
+SUBJECT_HOP_DECAY = 1.0  # × the source's score × link × residual (docs/decisions/0051-subject-hops.md)
 
 
 def closure_candidates(primary: list[int], scores: np.ndarray, *, session: np.ndarray,

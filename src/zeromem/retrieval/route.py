@@ -34,7 +34,7 @@ def route(profile: QueryProfile, rho: float = DEFAULT_RHO, local_rho: float | No
     relational = 0
     local = 0
     # "How long was I in Japan?" names one place, not two. (A date stays a name here: it counts
-    # as a time cue too, and dropping it moved HotpotQA R@2 83.1 → 82.8; docs/decisions.md#d-058.)
+    # as a time cue too, and dropping it moved HotpotQA R@2 83.1 → 82.8; docs/decisions/0058-subject-never-wrote.md.)
     names = [name for name in profile.names if not is_first_person(name)]
     if len(names) >= 2:
         relational += 2

@@ -14,7 +14,7 @@ candidate turns and leaves every other turn at 0:
   whole level, as in the full path; cosines are normalized with the median of a fixed sample of
   the level's rows (``DenseIndex.sample_scores``) in place of the median of all rows.
 
-Measured against the full path in docs/decisions.md#d-006.
+Measured against the full path in docs/decisions/0006-large-scopes.md.
 
 Without a query vector (``qvec`` None: the embedder is down, see docs/design.md#degraded-search)
 every cosine is 0 and no turn is a candidate by cosine; the engine then gives BM25 the

@@ -8,17 +8,13 @@ import json
 import re
 from typing import Any
 
+# Config.lock_timeout_s and Config.erase_rewrite_mb's defaults, for a store opened without a Config.
+from ..config import DEFAULT_ERASE_REWRITE_MB as DEFAULT_ERASE_REWRITE_MB
+from ..config import DEFAULT_LOCK_TIMEOUT_S as DEFAULT_LOCK_TIMEOUT_S
 from ..errors import InvalidInput, StoreError
 from ..types import Scope
 from . import validate
 from .ids import ID_KEY, TraceIdCodec
-
-# How long a write waits for another connection's write lock before it fails with StoreError
-# (Config.lock_timeout_s): long enough for any single zeromem write, short enough that a
-# stuck writer is reported instead of waited on in silence.
-DEFAULT_LOCK_TIMEOUT_S = 5.0
-# An erasing delete rewrites a SQLite file up to this size (MiB): Config.erase_rewrite_mb.
-DEFAULT_ERASE_REWRITE_MB = 16
 
 
 def check_flag(value: Any, name: str) -> bool:

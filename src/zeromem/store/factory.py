@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from ..config import mib_bytes
 from ..errors import InvalidInput, StoreError
 from . import validate
 from .base import DEFAULT_LOCK_TIMEOUT_S, StoreBase, check_flag, check_lock_timeout
@@ -63,7 +64,7 @@ def open_store(target: str | Path, *, max_text_chars: int = validate.DEFAULT_MAX
     backend not available).
     """
     options = _Options(max_text_chars, timeout_s, check_lock_timeout(lock_timeout_s),
-                       check_flag(read_only, "read_only"), _erase_rewrite_bytes(erase_rewrite_mb))
+                       check_flag(read_only, "read_only"), mib_bytes(erase_rewrite_mb, "erase_rewrite_mb"))
     if isinstance(target, Path):
         return _sqlite(target, options)
     if not isinstance(target, str):
@@ -89,13 +90,6 @@ def _sqlite(path: str | Path, options: _Options) -> StoreBase:
     return SQLiteStore(path, max_text_chars=options.max_text_chars,
                        lock_timeout_s=options.lock_timeout_s, read_only=options.read_only,
                        erase_rewrite_bytes=options.erase_rewrite_bytes)
-
-
-def _erase_rewrite_bytes(megabytes: object) -> int:
-    """``Config.erase_rewrite_mb`` in bytes, or InvalidInput for a value that is not a size."""
-    if isinstance(megabytes, bool) or not isinstance(megabytes, (int, float)) or not 0 <= megabytes < float("inf"):
-        raise InvalidInput(f"erase_rewrite_mb must be a finite number of MiB >= 0, got {megabytes!r}")
-    return int(megabytes * (1 << 20))
 
 
 def _open_sqlite(url: str, options: _Options) -> StoreBase:

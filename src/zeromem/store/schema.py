@@ -184,7 +184,7 @@ MIGRATIONS: list[str] = [
     """,
     # v8: opaque trace ids (store/ids.py): the store's secret key of the permutation that turns
     # a trace's row number into its public id (16 random bytes from SQLite's CSPRNG, hex). An
-    # older store gets its key here, so its ids change once (docs/decisions.md#d-021).
+    # older store gets its key here, so its ids change once (docs/decisions/0021-opaque-trace-ids.md).
     """
     INSERT OR IGNORE INTO store_meta (key, value) VALUES ('trace_id_key', lower(hex(randomblob(16))))
     """,

@@ -8,11 +8,11 @@ import math
 import unicodedata
 from typing import Any
 
+from ..config import DEFAULT_MAX_TEXT_CHARS as DEFAULT_MAX_TEXT_CHARS  # Config.max_text_chars's default
 from ..errors import InvalidInput
 from ..types import MAX_TITLE_CHARS, ROLES, TITLE_KEY
 from . import dates
 
-DEFAULT_MAX_TEXT_CHARS = 100_000
 # Integers are stored as signed 64-bit values (SQLite INTEGER, PostgreSQL BIGINT); a larger one
 # would pass every other check and then fail inside the insert.
 MIN_INT = -(2**63)

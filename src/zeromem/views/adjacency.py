@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # imported by the methods that build a matrix: ~0.2 s off `im
 ADJACENCY_WEIGHT = 0.3  # between consecutive turns of a session
 # Edge weights as PageRank reads them: single precision halves the memory a power step streams
 # through (PPR converges to an L1 tolerance of 1e-3, far above float32's rounding; measured on
-# the HotpotQA pool and LoCoMo: identical rankings, docs/decisions.md#d-034).
+# the HotpotQA pool and LoCoMo: identical rankings, docs/decisions/0034-search-cost.md).
 WEIGHT_DTYPE = np.float32
 
 

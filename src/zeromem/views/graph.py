@@ -37,11 +37,11 @@ DENSE_ALIGN_MIN_COS = 0.55
 DENSE_ALIGN_TOP = 5
 MAX_NGRAM = 4
 SEED_MASS_RATIO = 1.0
-PPR_TOL = 1e-3  # L1; scores are normalized by their maximum afterwards (docs/decisions.md#d-054)
+PPR_TOL = 1e-3  # L1; scores are normalized by their maximum afterwards (docs/decisions/0054-smaller-ppr-core.md)
 PPR_MAX_ITER = 30  # γ = 0.6: the error after 30 steps is below 0.6³⁰ ≈ 2e-7
 # Forward push on large scopes: a turn's mass is at most ε·deg (deg ≤ ~2) below the exact one,
 # and the scores are divided by their maximum (~4e-2: the seed turns), so the normalized error
-# stays below 1e-3 (measured at 100k turns: 3e-4; docs/decisions.md#d-006).
+# stays below 1e-3 (measured at 100k turns: 3e-4; docs/decisions/0006-large-scopes.md).
 PPR_PUSH_EPSILON = 1e-5
 
 

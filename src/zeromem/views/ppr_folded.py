@@ -18,7 +18,7 @@ with ``D`` the full degrees. The fixed point is the same ``π``; the power itera
 neighbour, a folded node of degree ``k`` joins its ``k`` neighbours pairwise), and each folded
 node's mass is read off its neighbours at the end. On the HotpotQA pool the core shrinks from
 167 080 node slots to ~8 500 at ``FOLD_MAX_NEIGHBOURS`` = 4 (~19 000 with leaves alone) while the
-operator keeps about as many entries as the leaf-folded adjacency (docs/decisions.md#d-054).
+operator keeps about as many entries as the leaf-folded adjacency (docs/decisions/0054-smaller-ppr-core.md).
 
 Which nodes fold: those with 1 … ``FOLD_MAX_NEIGHBOURS`` neighbours and no self-loop, except one
 with a foldable neighbour that has fewer neighbours, or as many and a smaller id (so ``I`` has no

@@ -1,5 +1,6 @@
 """The REST memory service (``zeromem serve``): FastAPI app, API-key auth, web inspector."""
 
 from .app import ServerSettings, create_app
+from .options import ServerOptions, WorkerSpec
 
-__all__ = ["ServerSettings", "create_app"]
+__all__ = ["ServerOptions", "ServerSettings", "WorkerSpec", "create_app"]

@@ -8,7 +8,6 @@ app over any store.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import threading
@@ -26,7 +25,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ... import __version__
 from ..._internals import retriever_of, store_of
-from ...config import Config
 from ...memory import Memory
 from ...retrieval.snapshots import limit_malloc_arenas
 from ...types import Scope as MemoryScope
@@ -34,11 +32,11 @@ from . import errors, metrics, otel, timing
 from .auth import KeyAuth
 from .guard import RequestGuard, allowed_hosts
 from .headers import SecurityHeaders
+from .options import DEFAULT_MAX_BODY_BYTES, WorkerSpec
 from .routes import caller, router
 
 _log = logging.getLogger("zeromem.server")
 STATIC_DIR = Path(__file__).with_name("static")
-DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -125,26 +123,22 @@ ENVIRONMENT = "ZEROMEM_SERVE"
 
 
 def app_from_environment() -> FastAPI:
-    """The app ``zeromem serve`` runs in each worker process: its options arrive as a JSON
-    file named in ``$ZEROMEM_SERVE`` (a worker is started by uvicorn, not by the command that
-    parsed them; cli_service.worker_options)."""
-    options = json.loads(Path(os.environ[ENVIRONMENT]).read_text(encoding="utf-8"))
+    """The app ``zeromem serve`` runs in each worker process: its Config and server options
+    arrive as a JSON file named in ``$ZEROMEM_SERVE`` (a worker is started by uvicorn, not by
+    the command that parsed them; options.py, cli_service.worker_options)."""
+    spec = WorkerSpec.from_json(Path(os.environ[ENVIRONMENT]).read_text(encoding="utf-8"))
     limit_malloc_arenas()  # before the request threads allocate: RSS then follows the index cache
+    options = spec.server
     reader = None
-    if options.get("reader_url"):
+    if options.reader_url and options.reader_model:
         from ...reader.openai_compat import OpenAICompatReader
-        reader = OpenAICompatReader(options["reader_url"], options["reader_model"])
-    config = Config(index_cache_mb=options.get("index_cache_mb", Config().index_cache_mb))
-    memory = Memory(options["db"], user=options.get("user"), agent=options.get("agent"), config=config)
-    settings = ServerSettings(require_auth=options["require_auth"], user=options.get("user"),
-                              agent=options.get("agent"), max_body_bytes=options["max_body_bytes"],
-                              reader=reader, threads=options.get("threads"), close_memory=True,
-                              preload=bool(options.get("preload")),
-                              host=options.get("host") or "127.0.0.1",
-                              allow_hosts=tuple(options.get("allow_hosts") or ()),
-                              allow_origins=tuple(options.get("allow_origins") or ()),
-                              metrics=bool(options.get("metrics")),
-                              compat_mem0="mem0" in (options.get("compat") or ()))
+        reader = OpenAICompatReader(options.reader_url, options.reader_model)
+    memory = Memory(options.db, user=options.user, agent=options.agent, config=spec.config)
+    settings = ServerSettings(require_auth=options.require_auth, user=options.user, agent=options.agent,
+                              max_body_bytes=options.max_body_bytes, reader=reader, threads=options.threads,
+                              close_memory=True, preload=options.preload, host=options.host,
+                              allow_hosts=options.allow_hosts, allow_origins=options.allow_origins,
+                              metrics=options.metrics, compat_mem0="mem0" in options.compat)
     return create_app(memory, settings)
 
 

@@ -97,14 +97,13 @@ def list_traces(who: CallerDep, mem: MemoryDep, session: str | None = None,
                 since: str | None = None, until: str | None = None,
                 filters: Annotated[str | None, Query(
                     description='metadata that must equal these values: a JSON object, e.g. {"topic": "x"}')] = None,
-                metadata: Annotated[str | None, Query(
-                    deprecated=True, description="the name of `filters` before 1.0")] = None,
+                metadata: Annotated[str | None, Query(include_in_schema=False)] = None,
                 limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100,
                 offset: Annotated[int, Query(ge=0)] = 0) -> TraceList:
-    if filters and metadata:
-        raise InvalidInput("give the metadata filter once, as filters (metadata is its old name)")
-    raw, name = (filters, "filters") if filters else (metadata, "metadata")
-    wanted = _json_object(raw, name) if raw else None
+    if metadata is not None:  # refused, not ignored: ignoring it would list every trace unfiltered
+        raise InvalidInput("metadata is the name `filters` had before 1.0, removed in 1.1: "
+                           "pass the JSON object as filters")
+    wanted = _json_object(filters, "filters") if filters else None
     traces = mem.list(session=session, since=since, until=until, filters=wanted, limit=limit,
                       offset=offset, **_scope(who))
     return TraceList(traces=[TraceOut.from_trace(t) for t in traces], limit=limit, offset=offset)
@@ -199,9 +198,9 @@ def search(body: SearchIn, who: CallerDep, mem: MemoryDep) -> SearchOut:
                                  filters=body.filters, now=body.now, **_scope(who))
     return SearchOut(query=body.query,
                      evidence=[EvidenceOut.from_evidence(ev, why=body.why) for ev in result.evidence],
-                     no_answer_score=float(result.no_answer_score),
-                     route={"primary": result.route.primary, "rho": result.route.rho},
-                     timings={k: float(v) for k, v in result.timings.items()},
+                     no_answer_score=float(result.no_answer_score), no_answer=result.no_answer,
+                     route={"primary": result.explain.route, "rho": result.explain.route_weight},
+                     timings=dict(result.explain.timings),
                      degraded=list(result.degraded))
 
 
@@ -254,12 +253,6 @@ def cards(who: CallerDep, mem: MemoryDep, session: str | None = None, kind: str 
              summary="Keep a trace in active memory whatever its score (pinned; unarchived)")
 def pin(trace_id: str, who: CallerDep, mem: MemoryDep) -> TraceOut:
     return TraceOut.from_trace(mem.pin(trace_id, **_scope(who)))
-
-
-@router.post("/traces/{trace_id}/restore", response_model=TraceOut, tags=["lifecycle"], deprecated=True,
-             summary="The name of /pin before 1.0")
-def restore(trace_id: str, who: CallerDep, mem: MemoryDep) -> TraceOut:
-    return pin(trace_id, who, mem)
 
 
 @router.post("/traces/{trace_id}/unpin", response_model=TraceOut, tags=["lifecycle"],

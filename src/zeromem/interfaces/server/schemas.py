@@ -189,6 +189,8 @@ class SearchOut(BaseModel):
     query: str
     evidence: list[EvidenceOut]
     no_answer_score: float = Field(description="0–1: how likely memory holds no answer")
+    no_answer: bool = Field(False, description="no_answer_score is at or above the no-answer model's "
+                                                "threshold: memory probably holds no answer")
     route: dict[str, Any]
     timings: dict[str, float]
     degraded: list[str] = Field(default_factory=list,
