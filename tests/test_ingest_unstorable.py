@@ -125,24 +125,24 @@ def test_the_largest_seq_is_stored_and_the_session_still_takes_more(mem, snapsho
 
 def test_a_failure_inside_the_insert_of_a_later_conversation_stores_no_conversation(
         mem, snapshot, tmp_path, monkeypatch):
-    from zeromem.store import sqlite as backend
+    from zeromem.store.sqlite import SQLiteStore
 
     path = tmp_path / "two.json"
     path.write_text(json.dumps([_sample("a", [TURN] * 3), _sample("b", [TURN] * 2)]))
-    real_insert, calls = backend._insert, []
+    real_insert, calls = SQLiteStore._insert, []
 
-    def failing_insert(conn, drafts, user, agent, now, ids):
+    def failing_insert(self, run, drafts, *args, **kwargs):
         calls.append(len(drafts))
         if len(calls) == 2:
             raise sqlite3.OperationalError("disk I/O error")
-        return real_insert(conn, drafts, user, agent, now, ids)
+        return real_insert(self, run, drafts, *args, **kwargs)
 
-    monkeypatch.setattr(backend, "_insert", failing_insert)
+    monkeypatch.setattr(SQLiteStore, "_insert", failing_insert)
     before = snapshot(mem)
     with pytest.raises(StoreError, match="nothing was changed: disk I/O error"):
         mem.import_file(path)
     assert calls == [3, 2] and snapshot(mem) == before
-    monkeypatch.setattr(backend, "_insert", real_insert)
+    monkeypatch.setattr(SQLiteStore, "_insert", real_insert)
     ids = mem.import_file(path)
     assert {k: len(v) for k, v in ids.items()} == {"a": 3, "b": 2}
 

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TypedDict
 
 import pytest
@@ -34,6 +34,7 @@ from langgraph.store.base import (
 from langgraph.store.memory import InMemoryStore
 
 from zeromem import InvalidInput, Memory, NotFound
+from zeromem.integrations import langgraph as langgraph_adapter
 from zeromem.integrations.langgraph import (
     ITEM_KEY,
     InvalidNamespace,
@@ -352,19 +353,40 @@ def test_concurrent_puts_of_one_key_leave_one_item_with_every_version_in_its_his
 
 
 # -- TTL --------------------------------------------------------------------------------------
-def test_expired_items_are_never_returned_and_sweep_erases_them(store, mem):
+class _Clock:
+    """The adapter's clock, moved by the test instead of sleeping: expiry is decided by the
+    store's own clock, and a loaded machine must not make an item expire between two calls."""
+
+    def __init__(self) -> None:
+        self.offset = timedelta()
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self.offset
+
+    def advance(self, **delta: float) -> None:
+        self.offset += timedelta(**delta)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(langgraph_adapter, "_now", clock.now)
+    return clock
+
+
+def test_expired_items_are_never_returned_and_sweep_erases_them(store, mem, clock):
     assert store.supports_ttl
     ns = ("memories", "alice")
-    store.put(ns, "short", {"content": "Alice is in Lisbon this week."}, ttl=0.01)  # 0.6 s
+    store.put(ns, "short", {"content": "Alice is in Lisbon this week."}, ttl=1)  # minutes
     store.put(ns, "long", {"content": "Alice lives in Denver."})
     tid = store.get(ns, "short", refresh_ttl=False).trace_id
     assert set(mem.get(tid, user="alice").metadata) >= {"expires_at"}
-    time.sleep(0.8)
+    clock.advance(seconds=61)
     assert store.get(ns, "short") is None
     assert [i.key for i in store.search(ns)] == ["long"]
     assert "short" not in {i.key for i in store.search(ns, query="Where is Alice this week? Lisbon")}
-    store.put(("memories", "bob"), "gone", {"content": "Bob is away."}, ttl=0.01)
-    time.sleep(0.8)
+    store.put(("memories", "bob"), "gone", {"content": "Bob is away."}, ttl=1)
+    clock.advance(seconds=61)
     assert store.list_namespaces() == [ns]  # bob's only item expired
     mem.get(tid, user="alice")  # still stored until swept
     assert store.sweep_ttl() == 2
@@ -374,20 +396,20 @@ def test_expired_items_are_never_returned_and_sweep_erases_them(store, mem):
     assert [i.key for i in store.search(ns)] == ["long"]
 
 
-def test_reads_refresh_the_ttl_and_default_ttl_applies(mem):
-    store = ZeromemStore(mem, ttl={"default_ttl": 0.05, "refresh_on_read": True})  # 3 s
+def test_reads_refresh_the_ttl_and_default_ttl_applies(mem, clock):
+    store = ZeromemStore(mem, ttl={"default_ttl": 10, "refresh_on_read": True})  # minutes
     ns = ("memories", "alice")
     store.put(ns, "k", {"content": "Alice likes tea."})
     item = store.get(ns, "k", refresh_ttl=False)
     before = datetime.fromisoformat(mem.get(item.trace_id, user="alice").metadata["expires_at"])
-    assert timedelta(seconds=2) < before - item.updated_at <= timedelta(seconds=3)
-    time.sleep(0.5)
+    assert timedelta(minutes=9) < before - item.updated_at <= timedelta(minutes=10)
+    clock.advance(minutes=5)
     store.get(ns, "k", refresh_ttl=False)
     assert mem.get(item.trace_id, user="alice").version == 1  # no refresh asked: no write
     store.get(ns, "k")  # refresh_on_read: the expiry moves
     after = datetime.fromisoformat(mem.get(item.trace_id, user="alice").metadata["expires_at"])
-    assert after - before >= timedelta(seconds=0.4)
-    store.get(ns, "k")  # right after a refresh: no new write
+    assert after - before >= timedelta(minutes=5)
+    store.get(ns, "k")  # right after a refresh (moves it by less than a minute): no new write
     assert mem.get(item.trace_id, user="alice").version == 2
     assert store.get(ns, "k").updated_at == item.updated_at  # a refresh is not an update of the item
     store.put(ns, "forever", {"content": "Alice was born in Oslo."}, ttl=None)

@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
+import tempfile
 
 import pytest
 from fastapi.testclient import TestClient
@@ -190,3 +193,20 @@ def test_worker_options_keep_a_database_password_out_of_the_environment():
         assert json.loads(path.read_text())["server"]["db"] == url
     assert not path.exists()
     assert ENVIRONMENT not in os.environ
+
+
+def test_a_killed_servers_worker_file_is_removed_by_the_next_serve(tmp_path, monkeypatch):
+    """A server killed with SIGKILL leaves its worker file (its store URL inside); the next
+    `zeromem serve` removes the files whose server is gone and keeps a running one's."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    orphan = tmp_path / f"zeromem-serve-{gone.pid}-abc.json"
+    running = tmp_path / f"zeromem-serve-{os.getppid()}-def.json"
+    unrelated = tmp_path / "zeromem-serve-old.json"
+    for path in (orphan, running, unrelated):
+        path.write_text("{}")
+    with worker_options(WorkerSpec(ServerOptions(db="postgresql://u:secret@h/db"))) as path:
+        assert path.name.startswith(f"zeromem-serve-{os.getpid()}-") and path.exists()
+        assert not orphan.exists() and running.exists() and unrelated.exists()
+    assert not path.exists()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import re
+import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -98,16 +100,19 @@ def test_every_store_gets_its_own_key(tmp_path):
 
 
 def test_a_store_from_before_opaque_ids_gets_a_key_on_first_open(tmp_path):
-    """Schema v7 → v8: the key is made once; ids change once, then stay."""
+    """Schema v7 → v8: the key is made once; ids change once, then stay. The file is a real
+    store of the release before scope keys (schema 9, tests/fixtures/) with its key removed
+    and its version set back to 7, so every later step runs on the layout it was written for."""
     db = tmp_path / "old.db"
-    with Memory(db, config=Config(index_on_write=False)) as mem:
-        mem.add("from an older zeromem")
+    shutil.copy(Path(__file__).parent / "fixtures" / "schema9_store.db", db)
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("DELETE FROM store_meta WHERE key = ?", (ID_KEY,))
     conn.execute("PRAGMA user_version = 7")
     conn.close()
-    with Memory(db, config=Config(index_on_write=False)) as mem:
-        [trace] = mem.list()
-        assert ID_SHAPE.fullmatch(trace.id) and store_of(mem).ids.parse(trace.id) == 1
-    with Memory(db, config=Config(index_on_write=False)) as mem:
-        assert [t.id for t in mem.list()] == [trace.id]
+    with Memory(db, user="ana", config=Config(index_on_write=False)) as mem:
+        traces = mem.list()
+        rows = [store_of(mem).ids.parse(t.id) for t in traces]
+        assert traces and all(ID_SHAPE.fullmatch(t.id) for t in traces) and rows == sorted(rows)
+        assert store_of(mem).get_meta(ID_KEY)
+    with Memory(db, user="ana", config=Config(index_on_write=False)) as mem:
+        assert [t.id for t in mem.list()] == [t.id for t in traces]

@@ -142,7 +142,8 @@ def worker_options(spec: WorkerSpec) -> Iterator[Path]:
     again. Removed at exit."""
     from .server.app import ENVIRONMENT
 
-    handle, name = tempfile.mkstemp(prefix="zeromem-serve-", suffix=".json")  # mode 0600
+    _remove_orphaned_worker_files()
+    handle, name = tempfile.mkstemp(prefix=f"zeromem-serve-{os.getpid()}-", suffix=".json")  # mode 0600
     path = Path(name)
     previous = os.environ.get(ENVIRONMENT)
     try:
@@ -156,6 +157,25 @@ def worker_options(spec: WorkerSpec) -> Iterator[Path]:
             os.environ.pop(ENVIRONMENT, None)
         else:
             os.environ[ENVIRONMENT] = previous
+
+
+def _remove_orphaned_worker_files() -> None:
+    """Remove the worker files of ``zeromem serve`` processes that no longer run.
+
+    A server killed with SIGKILL (or a machine losing power) never reaches the ``finally``
+    that removes its file, and the file holds the store's URL. Each name carries the pid of
+    the server that wrote it; a file of this user whose server is gone is removed here.
+    """
+    for path in Path(tempfile.gettempdir()).glob("zeromem-serve-*-*.json"):
+        pid = path.name.split("-")[2]
+        try:
+            if not pid.isdigit() or path.stat().st_uid != getattr(os, "getuid", lambda: -1)():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            path.unlink(missing_ok=True)
+        except OSError:
+            continue  # alive but another user's, or unreadable: not ours to remove
 
 
 @keys_app.command("add")
