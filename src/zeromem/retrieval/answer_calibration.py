@@ -97,7 +97,7 @@ _NUMBER_WORD = re.compile(rf"\b({'|'.join(NUMBER_WORDS)})\b", re.I)
 
 
 def _number_words_to_digits(text: str) -> str:
-    def swap(m: re.Match) -> str:
+    def swap(m: re.Match[str]) -> str:
         value = NUMBER_WORDS.get(m.group(0).lower())
         return str(value) if value is not None else m.group(0)
     return re.sub(_NUMBER_WORD, swap, text)

@@ -11,11 +11,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..lifecycle.supersede import VALUE_UPDATE_COVERAGE, ValueCandidate, newest_value_first, states_value
 from ..types import Evidence
 from .prepared import PreparedScope
+
+# Selected turns, best first: (turn node, (score, why)).
+Ranked = list[tuple[int, Any]]
 
 
 def taking_turns(whole: list[Evidence], answers: list[list[Evidence]], k: int) -> list[Evidence]:
@@ -31,8 +36,8 @@ def taking_turns(whole: list[Evidence], answers: list[list[Evidence]], k: int) -
     return out
 
 
-def with_current_states(ranked: list, superseded_by: dict[int, int], eligible: np.ndarray,
-                        budget: int) -> list:
+def with_current_states(ranked: Ranked, superseded_by: dict[int, int], eligible: np.ndarray,
+                        budget: int) -> Ranked:
     """A stale state shown without the state that replaced it misleads the reader ("I live in
     Boston [superseded by t…]" and no t…): while the evidence has room, the successor of every
     selected superseded turn joins it (when the search may show it: session, time, filters).
@@ -49,7 +54,7 @@ def with_current_states(ranked: list, superseded_by: dict[int, int], eligible: n
     return out
 
 
-def values_newest_first(prep: PreparedScope, ranked: list, weights: dict[str, float]) -> list:
+def values_newest_first(prep: PreparedScope, ranked: Ranked, weights: dict[str, float]) -> Ranked:
     """Successive values of what the question asks, newest first (``supersede.newest_value_first``)."""
     total = sum(weights.values())
     if len(ranked) < 2 or not total:
@@ -65,7 +70,7 @@ def values_newest_first(prep: PreparedScope, ranked: list, weights: dict[str, fl
     return [ranked[i] for i in newest_value_first(candidates)]
 
 
-def newest_state_first(ranked: list, superseded_by: dict[int, int]) -> list:
+def newest_state_first(ranked: Ranked, superseded_by: dict[int, int]) -> Ranked:
     """When a superseded turn and its successor are both selected, the successor goes first."""
     positions = {node: i for i, (node, _) in enumerate(ranked)}
     order = list(ranked)

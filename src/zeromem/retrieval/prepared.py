@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -58,9 +60,9 @@ class PreparedScope:
         self.annotations: dict[int, list[TimeSpan]] = {}  # resolved relative expressions per turn
         self.term_df = _TermCounts(index)  # live turns containing each token
         self._subject_compat: dict[str | None, Growable] = {}
-        self._speaker_counts: Counter = Counter()
-        self._assertions: dict[int, list] = {}
-        self._order: dict[int, tuple] = {}
+        self._speaker_counts: Counter[str | None] = Counter()
+        self._assertions: dict[int, list[StateAssertion]] = {}
+        self._order: dict[int, tuple[Any, int, int]] = {}
         self._superseded: dict[int, int] | None = {}
         self._titles: _Titles | None = None
         self._titles_by_key: dict[str, tuple[int, np.ndarray, np.ndarray, str]] = {}  # see _title_data
@@ -153,7 +155,7 @@ class PreparedScope:
             self._date_range = (self.version, (min(anchors), max(anchors)) if anchors else None)
         return self._date_range[1]
 
-    def _writers(self, word: str) -> Counter:
+    def _writers(self, word: str) -> Counter[str | None]:
         """How many live turns of each speaker contain ``word`` (as the index tokenizes it)."""
         tokens = self.index.tokenize_many([word])[0]
         if not tokens:
@@ -276,7 +278,7 @@ class PreparedScope:
                                                  trace.event_time, trace.session_time, trace.recorded_at,
                                                  trace.role)])
 
-    def _set_fields_many(self, slots: list[int], rowids: list[int], rows: list[tuple]) -> None:
+    def _set_fields_many(self, slots: list[int], rowids: list[int], rows: list[tuple[Any, ...]]) -> None:
         """The per-turn facts that are read straight off the traces (``rows``: the fields of
         ``TraceRows.fields_many``), the arrays set in one assignment each: a cold open sets every turn."""
         question_like, by_user, sessions, times = [], [], [], []
@@ -381,7 +383,7 @@ class PreparedScope:
         return self._titles
 
     # -- persistence --------------------------------------------------------------------
-    def state(self) -> tuple[dict[str, np.ndarray], dict]:
+    def state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Everything needed to load this scope without re-deriving it (``load_state``)."""
         arrays, facts = self.index.state()
         dates = Ragged.from_lists(([d.toordinal() for pair in ranges for d in pair] for ranges in self.turn_dates),
@@ -399,7 +401,8 @@ class PreparedScope:
         return arrays, facts
 
     @classmethod
-    def load_state(cls, scope: Scope, tokenize_many, arrays: dict[str, np.ndarray], facts: dict,
+    def load_state(cls, scope: Scope, tokenize_many: Callable[[Sequence[str]], list[list[str]]],
+                   arrays: dict[str, np.ndarray], facts: dict[str, Any],
                    traces: TraceRows) -> PreparedScope:
         index = ScopeIndex.from_state(scope, tokenize_many, arrays, facts, traces)
         prep = cls(index)
@@ -457,7 +460,7 @@ class _TurnTerms:
             self._cache[slot] = found
         return found
 
-    def forget(self, slots) -> None:
+    def forget(self, slots: Iterable[int]) -> None:
         for slot in slots:
             self._cache.pop(slot, None)
 
@@ -472,7 +475,7 @@ class _TermCounts:
         return self._index.turns.lexical.document_frequency(token) or default
 
 
-def _order_key(trace: Trace, rowid: int) -> tuple:
+def _order_key(trace: Trace, rowid: int) -> tuple[Any, int, int]:
     """Which of two state assertions is newer: time, then order in the session, then row number."""
     return (trace.event_time or trace.session_time or trace.recorded_at, trace.seq, rowid)
 

@@ -71,7 +71,7 @@ class ScopeIndexes:
         # Per scope, the sessions its prepared index holds as derived in memory (an encoder is
         # down): session → what it was derived from and lacks; and the store version at which
         # the dirty sessions were last compared with them.
-        self._overlays: dict[tuple[str, str], dict[str, tuple[tuple, frozenset[str]]]] = {}
+        self._overlays: dict[tuple[str, str], dict[str, tuple[tuple[Any, ...], frozenset[str]]]] = {}
         self._overlay_version: dict[tuple[str, str], int] = {}
         # Persisted indexes this process refused (persist_checks.py): how many, and the scopes
         # whose rebuilt index is written over the refused one at its next save.
@@ -147,7 +147,7 @@ class ScopeIndexes:
     def _from_store(self, scope: Scope) -> PreparedScope:
         """The scope's prepared index with every change the store logged applied."""
         with self.lock(scope):
-            prep = self._cache.get(scope.key)
+            prep: PreparedScope | None = self._cache.get(scope.key)
             current = self.store.scope_version(scope)
             if prep is not None and prep.index.version == current:
                 return prep

@@ -61,7 +61,7 @@ def select_evidence(candidates: dict[int, tuple[float, str]], session: np.ndarra
               for node in candidates}
     gain_of: dict[int, float] = {}
     missing = (1 << len(term_weights)) - 1
-    taken: Counter = Counter()
+    taken: Counter[str] = Counter()
     session_of = dict(zip(candidates, np.asarray(session)[list(candidates)].tolist()))
 
     def effective(node: int) -> float:

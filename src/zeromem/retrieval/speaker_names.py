@@ -69,7 +69,7 @@ def learn_names(vocatives: Mapping[int, tuple[str, ...]], addressed: Callable[[i
     ``addressed(turn)``: the speaker that turn talks to; ``writers(word)``: how many turns of
     each speaker contain the word."""
     known = {w.lower() for s in speakers for w in s.split()}
-    votes: dict[str, Counter] = {}
+    votes: dict[str, Counter[str]] = {}
     for turn in sorted(vocatives):
         to = addressed(turn)
         if to is None:
@@ -170,8 +170,8 @@ class SpeakerNames:
         if not self.speakers:
             return query
 
-        def swap(m: re.Match) -> str:
-            word = m.group(0)
+        def swap(m: re.Match[str]) -> str:
+            word: str = m.group(0)
             base, tail = (word[:-2], word[-2:]) if word.endswith(("'s", "’s")) else (word, "")
             if not base[:1].isupper():
                 return word
@@ -187,7 +187,7 @@ class SpeakerNames:
         if not names:
             return query
 
-        def drop(m: re.Match) -> str:
+        def drop(m: re.Match[str]) -> str:
             word = m.group(0)
             base = word[:-2] if word.endswith(("'s", "’s")) else word
             return "" if base.lower() in names else word

@@ -106,7 +106,8 @@ def score_candidate_turns(prep: PreparedScope, qtokens: list[str], qvec: np.ndar
             return dense[level].scores_of(qvec, units)
         missing = units[np.isnan(turn_cos[units])]
         turn_cos[missing] = dense["turn"].scores_of(qvec, missing)
-        return turn_cos[units]
+        chosen: np.ndarray = turn_cos[units]
+        return chosen
 
     def level_scores(level: str, units: np.ndarray) -> np.ndarray:
         if level not in norms:
@@ -164,7 +165,8 @@ def _seeds(nodes: np.ndarray, turn_level: np.ndarray) -> dict[int, float]:
 
 def _best(scores: np.ndarray, k: int) -> np.ndarray:
     top = top_indices(scores, k)
-    return top[scores[top] > 0]
+    positive: np.ndarray = top[scores[top] > 0]
+    return positive
 
 
 def _union(parts: list[np.ndarray]) -> np.ndarray:
