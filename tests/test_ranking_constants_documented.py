@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from module_constants import module_constants
 from zeromem.config import RetrievalConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +62,6 @@ NOT_RANKING_FIELDS = {
     "snapshot_stale_share": "when it is written again",
 }
 
-_CONSTANT_NAME = re.compile(r"^_?[A-Z][A-Z0-9_]*$")
 _ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*`([^`]+)`\s*\|")
 _ARITHMETIC = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.operator, ast.unaryop)
 
@@ -95,19 +95,10 @@ def _value(node: ast.expr) -> Any:
 def code_constants() -> dict[str, list[tuple[str, Any]]]:
     """Name → [(module, value)] for the numeric module-level constants of ``MODULES``."""
     found: dict[str, list[tuple[str, Any]]] = {}
-    for path in MODULES:
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target, expr = node.targets[0], node.value
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                target, expr = node.target, node.value
-            else:
-                continue
-            if not isinstance(target, ast.Name) or not _CONSTANT_NAME.match(target.id):
-                continue
-            value = _value(expr)
-            if _is_numeric(value):
-                found.setdefault(target.id, []).append((str(path.relative_to(PACKAGE)), value))
+    for path, name, expr in module_constants(MODULES):
+        value = _value(expr)
+        if _is_numeric(value):
+            found.setdefault(name, []).append((str(path.relative_to(PACKAGE)), value))
     return found
 
 

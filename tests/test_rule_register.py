@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from module_constants import module_constants
 from zeromem import Memory
 from zeromem.config import Config, EncoderConfig, RetrievalConfig
 from zeromem.errors import InvalidInput
@@ -50,7 +51,6 @@ NOT_RULES = {
     "views/adjacency.py:WEIGHT_DTYPE": "the edge weights' number type",
 }
 
-_CONSTANT_NAME = re.compile(r"^_?[A-Z][A-Z0-9_]*$")
 _ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|")
 _DECISION = re.compile(r"\bD-(\d{3})\b")
 
@@ -76,18 +76,8 @@ def _is_numeric(node: ast.expr) -> bool:
 def code_tables() -> set[str]:
     """"module.py:NAME" of every module-level UPPER_CASE constant of ``MODULES`` that is not a
     number (those are the ranking constants' register's)."""
-    found = set()
-    for path in MODULES:
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target, expr = node.targets[0], node.value
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                target, expr = node.target, node.value
-            else:
-                continue
-            if isinstance(target, ast.Name) and _CONSTANT_NAME.match(target.id) and not _is_numeric(expr):
-                found.add(f"{path.relative_to(PACKAGE)}:{target.id}")
-    return found
+    return {f"{path.relative_to(PACKAGE)}:{name}" for path, name, expr in module_constants(MODULES)
+            if not _is_numeric(expr)}
 
 
 def test_the_scan_finds_the_rule_tables() -> None:
