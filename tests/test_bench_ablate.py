@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from test_bench_locomo import _conversation
+from zeromem.config import Config
 from zeromem_bench import ablate
 from zeromem_bench.cli import bench_app
 
@@ -57,21 +58,31 @@ def test_the_verdict_keeps_a_family_that_pays_twice_and_costs_nowhere() -> None:
     assert ablate.verdict({"a": idle, "b": idle}) == ("candidate", "changes no evidence on these data sets")
 
 
+def test_a_joined_variant_switches_its_families_off_together() -> None:
+    config = ablate._config(Config(), "titles+coverage_gain")
+    assert config.retrieval.disabled_rules == ("titles", "coverage_gain")
+    assert ablate._config(Config(), ablate.ALL_ON).retrieval.disabled_rules == ()
+
+
 def test_cli_ablate_on_a_tiny_conversation(tmp_path) -> None:
     data = tmp_path / "tiny.json"
     data.write_text(json.dumps(_conversation()), encoding="utf-8")
     folder, out, table = tmp_path / "memories", tmp_path / "ablate.json", tmp_path / "ablate.md"
     result = CliRunner().invoke(bench_app, [
-        "ablate", "--data", f"locomo={data}", "--families", "subject_compat,question_turn_prior",
+        "ablate", "--data", f"locomo={data}", "--families",
+        "subject_compat,question_turn_prior,subject_compat+question_turn_prior",
         "--memories", str(folder), "--json", str(out), "--markdown", str(table), "--no-progress"])
     assert result.exit_code == 0, result.output
     document = json.loads(out.read_text())
     block = document["datasets"]["locomo"]
     assert block["n"] == 4 and block["metrics"] == ["R@10", "all@10"]
-    assert set(block["effects"]) == {"subject_compat", "question_turn_prior"}
+    both = "subject_compat+question_turn_prior"
+    assert set(block["effects"]) == {"subject_compat", "question_turn_prior", both}
     assert all(row["n"] == 4 and row["noise_recall"] >= 25.0 for row in block["effects"].values())
-    assert set(document["verdicts"]) == {"subject_compat", "question_turn_prior"}
+    assert set(document["verdicts"]) == {"subject_compat", "question_turn_prior", both}
     assert document["verdicts"]["subject_compat"]["origin"].startswith("D-008")
+    assert document["verdicts"][both]["origin"] == "; ".join(
+        document["verdicts"][name]["origin"] for name in both.split("+"))
     assert len(list(folder.glob("*.db"))) == 1  # ingested once, reopened for each variant
     assert "| `subject_compat` |" in table.read_text() and "| all on |" in result.output
 
@@ -80,5 +91,7 @@ def test_cli_ablate_refuses_what_it_does_not_know(tmp_path) -> None:
     runner = CliRunner()
     unknown = runner.invoke(bench_app, ["ablate", "--data", f"locomo={tmp_path}", "--families", "nope"])
     assert unknown.exit_code == 2 and "known: question_focus" in unknown.output
+    joined = runner.invoke(bench_app, ["ablate", "--data", f"locomo={tmp_path}", "--families", "titles+nope"])
+    assert joined.exit_code == 2 and "unknown rule family 'nope'" in joined.output
     unnamed = runner.invoke(bench_app, ["ablate", "--data", f"chats={tmp_path}"])
     assert unnamed.exit_code == 2 and "NAME one of locomo, realtalk" in unnamed.output

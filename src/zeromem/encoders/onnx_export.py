@@ -103,7 +103,19 @@ def _export(model: str, folder: Path, *, quantize: bool, trace: bool = False) ->
     parity test compares the two ways on the same model)."""
     source = Path(resolve_model(model))
     spec = bert_spec(source) if source.is_dir() and not trace else None
+    created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
+    try:
+        _write_export(model, source, spec, folder, quantize=quantize)
+    except BaseException:
+        # A model that cannot be exported (not installed, offline) must not leave an empty
+        # folder per attempt in the user's cache; a folder someone else made stays.
+        if created:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def _write_export(model: str, source: Path, spec: BertSpec | None, folder: Path, *, quantize: bool) -> None:
     fp32 = folder / "model.onnx"
     tok_path = folder / "tokenizer.json"
     if spec is not None:
