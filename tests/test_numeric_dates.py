@@ -3,8 +3,8 @@
 import datetime as dt
 
 from zeromem.encoders.timexpr import numeric_dates
-from zeromem.retrieval.engine import one_reading
 from zeromem.retrieval.query_profile import time_cues
+from zeromem.retrieval.query_reading import one_reading
 
 
 def _days(spans):

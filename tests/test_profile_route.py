@@ -42,7 +42,7 @@ def test_the_pronoun_i_is_not_a_name_that_makes_a_question_relational():
     """"I" and "Porto" are not two named things to connect: one place is named, and the
     question is routed as the same question asked of Priya."""
     asked = build_profile("How long did I stay in Porto?", ["user", "assistant"])
-    assert asked.names == ["I", "Porto"]
+    assert asked.names == ("I", "Porto")
     assert route(asked).primary == "local"
     assert route(build_profile("How long did Priya stay in Porto?", ["Priya"])).primary == "local"
 

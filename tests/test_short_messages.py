@@ -1,28 +1,29 @@
-"""A memory of short messages embeds the query without the speakers' names (Engine._embedded)."""
+"""A memory of short messages embeds the query without the speakers' names (query_reading.embedded)."""
 
 from zeromem import Memory
-from zeromem.retrieval import engine as E
+from zeromem.retrieval.prepared import SMALL_SCOPE_TURNS
+from zeromem.retrieval.query_reading import SHORT_MESSAGE_WORDS, embedded
 from zeromem.retrieval.speaker_names import SpeakerNames
 
 
 class _Scope:
-    """What ``Engine._embedded`` reads of a prepared scope."""
+    """What ``query_reading.embedded`` reads of a prepared scope."""
 
-    def __init__(self, median, names, n_live=E.SMALL_SCOPE_TURNS):
+    def __init__(self, median, names, n_live=SMALL_SCOPE_TURNS):
         self.median_turn_words = median
         self.speaker_names = names
-        self.n_live = n_live
+        self.small = n_live < SMALL_SCOPE_TURNS
 
 
 def test_the_embedded_query_leaves_names_out_only_where_messages_are_short():
     Fake = _Scope
     names = SpeakerNames(["Nicolas", "Nebraas"], {}, lambda w: {})
     q = "What hobbies does Nicolas have?"
-    assert E.Engine._embedded(Fake(9, names), q) == "What hobbies does have?"
-    assert E.Engine._embedded(Fake(E.SHORT_MESSAGE_WORDS + 1, names), q) == q
-    assert E.Engine._embedded(Fake(9, names), "Nicolas?") == "Nicolas?"  # nothing left: as written
+    assert embedded(Fake(9, names), q) == "What hobbies does have?"
+    assert embedded(Fake(SHORT_MESSAGE_WORDS + 1, names), q) == q
+    assert embedded(Fake(9, names), "Nicolas?") == "Nicolas?"  # nothing left: as written
     # a small scope keeps the names: they may be all that ties a question to its person's turns
-    assert E.Engine._embedded(Fake(9, names, n_live=E.SMALL_SCOPE_TURNS - 1), q) == q
+    assert embedded(Fake(9, names, n_live=SMALL_SCOPE_TURNS - 1), q) == q
 
 
 def test_a_question_naming_the_speaker_of_a_few_short_messages_finds_them():

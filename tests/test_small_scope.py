@@ -1,15 +1,16 @@
 """A memory of a few turns is ranked by its turns, not by the views built for long histories.
 
-Below ``engine.SMALL_SCOPE_TURNS`` live turns the few entities are named in most turns and idf
-over a handful of turns is noise: the graph view gets no weight and BM25 a smaller share. When one
-speaker wrote such a memory, windows and episodes (which join statements that do not answer each
-other, and cover much of the memory) do not count either.
+Below ``prepared.SMALL_SCOPE_TURNS`` live turns (``PreparedScope.small``) the few entities are
+named in most turns and idf over a handful of turns is noise: the graph view gets no weight and
+BM25 a smaller share. When one speaker wrote such a memory, windows and episodes (which join
+statements that do not answer each other, and cover much of the memory) do not count either.
 """
 
 import numpy as np
 import pytest
 
 import zeromem.retrieval.engine as engine
+import zeromem.retrieval.prepared as prepared
 import zeromem.retrieval.turn_scores as turn_scores
 from zeromem import Memory
 from zeromem.views.hierarchy import LEVEL_WEIGHTS
@@ -50,7 +51,7 @@ def test_a_word_most_turns_share_still_counts_in_a_small_memory(tmp_path):
 
 def test_without_the_small_scope_rule_the_rare_word_wins(tmp_path, monkeypatch):
     # The control: the same memory ranked as a long history would be.
-    monkeypatch.setattr(engine, "SMALL_SCOPE_TURNS", 0)
+    monkeypatch.setattr(prepared, "SMALL_SCOPE_TURNS", 0)
     mem = _memory(tmp_path, SISTER)
     scores = _scores(mem, ASKED)
     assert scores[PARROT] > scores[CAT]
@@ -67,9 +68,9 @@ ALL_LEVELS = ("turn", "span", "window", "episode")
 
 
 @pytest.mark.parametrize("n_turns, speakers, levels", [
-    (engine.SMALL_SCOPE_TURNS - 1, ("me",), engine.ONE_SPEAKER_LEVELS),
-    (engine.SMALL_SCOPE_TURNS, ("me",), ALL_LEVELS),
-    (engine.SMALL_SCOPE_TURNS - 1, ("Ana", "Rui"), ALL_LEVELS),  # a conversation keeps its windows
+    (prepared.SMALL_SCOPE_TURNS - 1, ("me",), engine.ONE_SPEAKER_LEVELS),
+    (prepared.SMALL_SCOPE_TURNS, ("me",), ALL_LEVELS),
+    (prepared.SMALL_SCOPE_TURNS - 1, ("Ana", "Rui"), ALL_LEVELS),  # a conversation keeps its windows
 ])
 def test_windows_and_episodes_count_from_the_threshold_on_or_with_two_speakers(tmp_path, n_turns, speakers, levels):
     turns = [f"Note {i}: the ferry to island {i % 5} leaves at {7 + i % 9} o'clock." for i in range(n_turns)]
@@ -80,7 +81,7 @@ def test_windows_and_episodes_count_from_the_threshold_on_or_with_two_speakers(t
     mem = _memory(tmp_path, turns, speakers)
     evidence = mem.search_detailed("When does the ferry to island 3 leave?", user="u", k=8).evidence
     assert any(e.why["h_span"] > 0 for e in evidence)  # the long turn has spans
-    assert all(e.why["small_scope"] == (n_turns < engine.SMALL_SCOPE_TURNS) for e in evidence)
+    assert all(e.why["small_scope"] == (n_turns < prepared.SMALL_SCOPE_TURNS) for e in evidence)
     for e in evidence:
         assert e.why["hierarchy"] == pytest.approx(_level_mix(e.why, levels))
     mem.close()
@@ -106,7 +107,7 @@ def test_a_small_memory_ignores_the_graph_view(tmp_path, monkeypatch):
 def test_a_larger_memory_still_uses_the_graph_view(tmp_path, monkeypatch):
     turns = SISTER + [f"My colleague number {i} drives a {c} car to the office."
                       for i, c in enumerate(["red", "blue", "green", "grey", "white", "black"] * 3)]
-    assert len(turns) >= engine.SMALL_SCOPE_TURNS
+    assert len(turns) >= prepared.SMALL_SCOPE_TURNS
     mem = _memory(tmp_path, turns)
     before = _ranked(mem, ASKED)
     monkeypatch.setattr(turn_scores, "graph_scores", _noisy_graph)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +46,7 @@ def subject_compat(speakers: list[str | None], lowered_texts: list[str], subject
     return out
 
 
-def time_compat(turn_dates: list[list[tuple[dt.date, dt.date]]], cues: list[TimeSpan],
+def time_compat(turn_dates: list[list[tuple[dt.date, dt.date]]], cues: Sequence[TimeSpan],
                 nodes: np.ndarray | None = None) -> np.ndarray:
     """1 for turns whose session date (or a date they mention) meets a query cue.
 
@@ -144,7 +145,7 @@ def addresses_listener(lowered_text: str) -> bool:
     return _LISTENERS.search(lowered_text) is not None
 
 
-def keyword_coverage(keywords: list[str], evidence_texts: list[str]) -> float:
+def keyword_coverage(keywords: Sequence[str], evidence_texts: list[str]) -> float:
     """The share of ``keywords`` longer than two characters whose first five letters occur in
     the lower-cased ``evidence_texts`` (1 when there is no such keyword)."""
     words = [w for w in keywords if len(w) > 2]

@@ -3,8 +3,12 @@
 profile φ(q) → route ρ → view 1 (graph PPR + lexical refinement) and view 2 (hierarchy) →
 fusion → top-K primary → closure → calibration → at most ``k`` turns of evidence.
 No step calls a language model; the only encoder touched per query is the query embedding.
-A scope of fewer than ``SMALL_SCOPE_TURNS`` turns is ranked without the graph view (its few
-entities are in most turns), and, when one speaker wrote it, without windows and episodes.
+A small scope (``PreparedScope.small``: fewer than ``prepared.SMALL_SCOPE_TURNS`` turns) is
+ranked without the graph view (its few entities are in most turns), and, when one speaker wrote
+it, without windows and episodes.
+
+The question is read once (``query_reading.read_query``: a frozen ``Query`` of the searched
+text, its profile, tokens, hard terms and parts) and every step reads its fields, never the text.
 
 A search may be told to ``skip`` channels whose encoder is down (docs/design.md#degraded-search):
 ``"dense"`` (no query embedding: BM25 alone scores every level, entities align by
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,9 +29,7 @@ from ..blas import one_blas_thread
 from ..config import RetrievalConfig
 from ..encoders.bundle import EMBEDDER, EncoderFailure
 from ..encoders.entities import normalize_title
-from ..encoders.timexpr import TimeSpan
 from ..indexes.topk import top_indices
-from ..lifecycle.supersede import wants_newest_value
 from ..types import Evidence, Provenance
 from ..views.graph import align_entities, query_ngrams
 from ..views.hierarchy import LEVEL_WEIGHTS, hierarchy_scores
@@ -37,7 +39,8 @@ from .evidence_order import newest_state_first, taking_turns, values_newest_firs
 from .fuse import fuse, normalize_live
 from .no_answer import no_answer_inputs
 from .prepared import PreparedScope
-from .profile import QueryProfile, build_profile, hard_terms, question_focus, question_parts
+from .profile import QueryProfile
+from .query_reading import Query, read_query
 from .route import Route, route
 from .rules import checked_rules
 from .select import query_term_weights, select_evidence
@@ -56,18 +59,13 @@ ASKER_ROLE_PENALTY = 0.7
 AGGREGATE_DIVERSITY = 0.9  # δ for them when the configured session_diversity is plain ranking
 LOWERCASE_TITLE_MATCH = 0.5  # title match strength when the query writes a capitalized title in lower case
 TITLE_WEIGHT = 1.0  # a trace whose title (Trace.title) the query names outright
-# A memory of a few turns is too small for some views built to search a long history: its few
-# entities are each named in most turns (PPR mass follows degree, not the query) and idf from a
-# handful of turns is noise (a word in 5 of 8 turns, often the question's subject, counts for
-# nearly nothing). Below SMALL_SCOPE_TURNS live turns (about one conversation session) the graph
-# view gets no weight and the dense cosine leads each level's score. In such a memory written by
-# one speaker (notes, facts told one by one) a window or a day's episode joins statements that
-# do not answer each other and covers much of the memory: only the turn and span levels count.
-SMALL_SCOPE_TURNS = 24
+# In a small scope (``PreparedScope.small``: fewer than prepared.SMALL_SCOPE_TURNS live turns)
+# the graph view gets no weight and the dense cosine leads each level's score (BM25 share at most
+# SMALL_SCOPE_LEXICAL_SHARE). In such a memory written by one speaker (notes, facts told one by
+# one) a window or a day's episode joins statements that do not answer each other and covers
+# much of the memory: only the turn and span levels count.
 SMALL_SCOPE_LEXICAL_SHARE = 0.35
 ONE_SPEAKER_LEVELS = ("turn", "span")
-SHORT_MESSAGE_WORDS = 15  # a memory whose median turn has at most this many words: see Engine._embedded
-READING_SLACK_DAYS = 31  # a date read two ways: the memory's dates ± this decide (one_reading)
 DENSE, GRAPH = "dense", "graph"  # the channels a degraded search can skip
 
 
@@ -91,6 +89,8 @@ class SearchResult:
     degraded: list[str] = field(default_factory=list)
     # What the no-answer score was computed from (`zeromem bench fit-no-answer` fits on them).
     no_answer_inputs: NoAnswerInputs | None = None
+    # The question as the search read it (query_reading.read_query); ``profile`` is its profile.
+    query: Query | None = None
 
 
 @dataclass(slots=True)
@@ -124,49 +124,27 @@ class Engine:
         failing query embedding raises ``EncoderFailure`` (the caller may search again skipping
         ``"dense"``)."""
         t0 = time.perf_counter()
-        off = self.off
-        if "question_focus" not in off:
-            query = question_focus(query)  # a message's question, not the statements around it
-        if "speaker_aliases" not in off:
-            # "Kate" for the account "Emi", "Faheem" for "Fahim": the speaker's name from here on.
-            query = prep.speaker_names.canonical(query)
-        qvec = None if DENSE in skip else self._query_vector(self._embedding_text(prep, query))
+        read = read_query(query, prep, tokenize=self.tokenize, asked_on=asked_on, off=self.off,
+                          each_question=self.config.answer_each_question)
+        t_read = time.perf_counter()
+        qvec = None if DENSE in skip else self._query_vector(read.embedding_text)
         t_enc = time.perf_counter()
+        clock = _Clock(t0, t_read, t_enc)
         # The per-query arrays are small: a multi-threaded BLAS spends more time waking its
         # threads than computing (measured ~100x slower on a busy 2-core machine).
         with one_blas_thread():
-            result = self._search(prep, query, qvec, t0, t_enc, k, session, as_of, allowed_rowids,
-                                  GRAPH in skip, hidden_rowids, asked_on)
-            each = self.config.answer_each_question and "several_questions" not in off
-            parts = question_parts(query) if each else [query]
-            if len(parts) < 2:
+            result = self._search(prep, read, qvec, clock, k, session, as_of, allowed_rowids,
+                                  GRAPH in skip, hidden_rowids)
+            if not read.parts:
                 return result
             # A message that asks two things needs evidence for both: each question is searched
             # on its own, and their evidence takes turns after the whole message's best.
-            answers = [self._search(prep, part,
-                                    None if qvec is None else self._query_vector(self._embedding_text(prep, part)), t0,
-                                    t_enc, k, session, as_of, allowed_rowids, GRAPH in skip,
-                                    hidden_rowids, asked_on).evidence for part in parts]
+            answers = [self._search(prep, part, None if qvec is None else self._query_vector(part.embedding_text),
+                                    clock, k, session, as_of, allowed_rowids, GRAPH in skip,
+                                    hidden_rowids).evidence for part in read.parts]
         result.evidence = taking_turns(result.evidence, answers, k)
         result.timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return result
-
-    def _embedding_text(self, prep: PreparedScope, query: str) -> str:
-        """What the query embedding reads: ``_embedded`` unless that family is off."""
-        return query if "short_message_query" in self.off else self._embedded(prep, query)
-
-    @staticmethod
-    def _embedded(prep: PreparedScope, query: str) -> str:
-        """What the query embedding reads. In a memory of short messages (median at most
-        ``SHORT_MESSAGE_WORDS`` words) the speakers' names are left out: every unit reads
-        "Nicolas: …", and in "Nicolas: And its crazy" the name is most of the text, so "What
-        hobbies does Nicolas have?" would find his shortest messages by the name alone (subject
-        compatibility still favours his turns). A small scope keeps the names: with a handful of
-        turns the name can be the only thing that ties a question to its person's turns, and
-        without it their scores can fall to nothing."""
-        if prep.median_turn_words > SHORT_MESSAGE_WORDS or _small(prep):
-            return query
-        return prep.speaker_names.without_names(query)
 
     def _query_vector(self, text: str) -> np.ndarray:
         try:
@@ -174,39 +152,36 @@ class Engine:
         except Exception as exc:  # whatever broke, the embedder is down
             raise EncoderFailure(EMBEDDER, exc) from exc
 
-    def _search(self, prep: PreparedScope, query: str, qvec: np.ndarray | None, t0: float, t_enc: float,
+    def _search(self, prep: PreparedScope, query: Query, qvec: np.ndarray | None, clock: _Clock,
                 k: int, session: str | None, as_of: dt.datetime | None,
                 allowed_rowids: set[int] | None, skip_graph: bool,
-                hidden_rowids: Collection[int] = (), asked_on: dt.date | None = None) -> SearchResult:
-        """The pipeline: profile and route the query → score every turn in both views → fuse
+                hidden_rowids: Collection[int] = ()) -> SearchResult:
+        """The pipeline: route the query by its profile → score every turn in both views → fuse
         and calibrate → primary candidates and their closure → select at most ``k`` turns →
         evidence with provenance, and the no-answer score."""
         cfg, off = self.config, self.off
-        profile = build_profile(query, prep.speakers, asked_on)
-        cues = profile.temporal_cues
-        if len({(c.start_char, c.end_char) for c in cues}) < len(cues) and "date_reading" not in off:
-            profile.temporal_cues = one_reading(cues, prep.date_range)  # a date written two ways
+        profile = query.profile
         plan = (route(profile, cfg.primary_weight, cfg.local_primary_weight) if "routing" not in off
                 else Route("local", cfg.local_primary_weight))
-        qtokens = self.tokenize(query)
+        qtokens = query.tokens
         if prep.n_live == 0:
-            return SearchResult([], profile, plan, 1.0, _timings(t0, t_enc))
+            return SearchResult([], profile, plan, 1.0, clock.timings(), query=query)
         budget = max(1, int(k))
         eligible = _eligible(prep, session, as_of, allowed_rowids, hidden_rowids) & prep.alive
-        small = _small(prep) and "small_scope" not in off
-        views = self._views(prep, query, qvec, qtokens, profile, eligible, small)
+        small = prep.small and "small_scope" not in off
+        views = self._views(prep, query, qvec, eligible, small)
         prior = _role_prior(prep, profile) if "asker_role" not in off else None
         score, compat, unboosted = self._ranking(prep, profile, plan, views, eligible, skip_graph or small, prior)
         weights = query_term_weights(qtokens, prep.term_df, prep.n_live)  # closure and selection
         hops = profile.bridge and cfg.closure_subject_hops and "subject_hops" not in off
         chosen = self._candidates(prep, score, eligible, budget, prior, weights, hops=hops)
-        ranked, superseded = self._selection(prep, profile, weights, chosen, budget, as_of, eligible)
+        ranked, superseded = self._selection(prep, query, weights, chosen, budget, as_of, eligible)
         judged = ranked
         if unboosted is not None:
             # "No answer" is judged on the evidence the content alone chooses: for a "when"
             # question about something that never happened, the kind boost brings up a dated
             # turn about something else, which the fitted model would read as an answer (D-056).
-            judged, _ = self._selection(prep, profile, weights,
+            judged, _ = self._selection(prep, query, weights,
                                         self._candidates(prep, unboosted, eligible, budget, prior, weights, hops=hops),
                                         budget, as_of, eligible)
         evidence = [self._evidence(prep, node, value, reason, superseded, {
@@ -217,18 +192,18 @@ class Engine:
             "route": plan.primary, "small_scope": small}) for node, (value, reason) in ranked]
         inputs = no_answer_inputs(prep, profile, views.dense_cosine, [node for node, _ in judged[:3]], qtokens,
                                   weights, self.tokenize)
-        return SearchResult(evidence, profile, plan, no_answer_score(inputs), _timings(t0, t_enc),
-                            no_answer_inputs=inputs)
+        return SearchResult(evidence, profile, plan, no_answer_score(inputs), clock.timings(),
+                            no_answer_inputs=inputs, query=query)
 
-    def _views(self, prep: PreparedScope, query: str, qvec: np.ndarray | None, qtokens: list[str],
-               profile: QueryProfile, eligible: np.ndarray, small: bool) -> _TurnViews:
+    def _views(self, prep: PreparedScope, query: Query, qvec: np.ndarray | None,
+               eligible: np.ndarray, small: bool) -> _TurnViews:
         """Every turn scored by view 2 (BM25 + cosine at every level, lifted onto turns by the
         hierarchy, plus a named episode) and view 1 (PPR from the aligned entities and the
         best turns, then lexical refinement). Large scopes score their candidate turns only."""
         cfg, off = self.config, self.off
-        index = prep.index
-        title = _title_match(query, prep) if "titles" not in off else np.zeros(prep.n_turns)
-        grams = query_ngrams([w for w in profile.words])
+        index, profile, qtokens = prep.index, query.profile, query.tokens
+        title = _title_match(query.text, prep) if "titles" not in off else np.zeros(prep.n_turns)
+        grams = query_ngrams(list(profile.words))
         aligned = align_entities(prep.graph, grams, qvec, index)
         share = AGGREGATE_LEXICAL_SHARE if profile.aggregation and "aggregation" not in off else LEXICAL_SHARE
         levels = None if "hierarchy_levels" not in off else {"turn": LEVEL_WEIGHTS["turn"]}
@@ -253,7 +228,7 @@ class Engine:
         ppr = normalize_live(scores.ppr, index.turns.live())
         # Verbatim term checks are string work: spend them only on turns that can still win.
         shortlist = top_indices(np.where(prep.alive, _settle(np.maximum(hier, ppr)), -1.0), REFINE_SHORTLIST)
-        refine = _lexical_refinement(query, prep.turn_lower, shortlist)
+        refine = _lexical_refinement(query.hard_terms, prep.turn_lower, shortlist)
         graph = (1 - REFINE_SHARE) * ppr + REFINE_SHARE * refine if "lexical_refinement" not in off else ppr
         return _TurnViews(lifted, hier, ppr, refine, graph, scores.dense_cosine, scores.nodes)
 
@@ -339,7 +314,7 @@ class Engine:
                 chosen[int(i)] = (float(score[i]), "ranked")
         return chosen
 
-    def _selection(self, prep: PreparedScope, profile: QueryProfile, weights: dict[str, float],
+    def _selection(self, prep: PreparedScope, query: Query, weights: dict[str, float],
                    chosen: dict[int, tuple[float, str]], budget: int, as_of: dt.datetime | None,
                    eligible: np.ndarray) -> tuple[list[tuple[int, tuple[float, str]]], dict[int, int]]:
         """(at most ``budget`` turns in evidence order, superseded turn → its successor): chosen
@@ -348,7 +323,7 @@ class Engine:
         ranked = select_evidence(
             chosen, prep.hier.turn_session, budget,
             diversity=min(AGGREGATE_DIVERSITY, cfg.session_diversity)
-            if profile.aggregation and "aggregation" not in off else cfg.session_diversity,
+            if query.profile.aggregation and "aggregation" not in off else cfg.session_diversity,
             coverage_gain=cfg.coverage_gain if "coverage_gain" not in off else 0.0, turn_terms=prep.turn_terms,
             query_weights=weights)
         # As of a time, the state is the newest assertion visible then, not the newest today.
@@ -358,7 +333,7 @@ class Engine:
             if "supersession_order" not in off:
                 ranked = newest_state_first(with_current_states(ranked, superseded, eligible, budget),
                                              superseded)
-            if wants_newest_value(profile.text) and "newest_value" not in off:
+            if query.wants_newest_value and "newest_value" not in off:
                 ranked = values_newest_first(prep, ranked, weights)
         return ranked, superseded
 
@@ -373,12 +348,6 @@ class Engine:
                         why={"reason": reason, **why},
                         annotations=notes,
                         superseded_by=prep.trace(newer).id if newer is not None else None)
-
-
-def _small(prep: PreparedScope) -> bool:
-    """Whether the scope is too small for the graph view (and, with one speaker, for windows;
-    and to leave the speakers' names out of the query embedding)."""
-    return prep.n_live < SMALL_SCOPE_TURNS
 
 
 def _role_prior(prep: PreparedScope, profile: QueryProfile) -> np.ndarray | None:
@@ -396,27 +365,21 @@ def _settle(scores: np.ndarray) -> np.ndarray:
     return np.round(scores, 12)
 
 
-def one_reading(cues: list[TimeSpan], dates: tuple[dt.date, dt.date] | None) -> list[TimeSpan]:
-    """``cues`` with a date written two ways (10.01.2024: 10 January or October 1, see
-    ``timexpr.numeric_dates``) read the one way that falls within ``dates``, the first and last
-    day the memory's turns are dated; both readings stay when neither or both do."""
-    if dates is None:
-        return cues
-    by_place: dict[tuple[int, int], list[TimeSpan]] = {}
-    for cue in cues:
-        by_place.setdefault((cue.start_char, cue.end_char), []).append(cue)
-    out: list[TimeSpan] = []
-    for readings in by_place.values():
-        inside = [c for c in readings if dates[0] - dt.timedelta(days=READING_SLACK_DAYS) <= c.first
-                  and c.last <= dates[1] + dt.timedelta(days=READING_SLACK_DAYS)]
-        out.extend(inside if len(readings) > 1 and len(inside) == 1 else readings)
-    return out
+@dataclass(frozen=True, slots=True)
+class _Clock:
+    """When a search started, finished reading the query and finished encoding it."""
 
+    start: float
+    read: float
+    encoded: float
 
-def _timings(t0: float, t_enc: float) -> dict[str, float]:
-    end = time.perf_counter()
-    return {"encode_ms": (t_enc - t0) * 1000, "total_ms": (end - t0) * 1000,
-            "retrieve_ms": (end - t_enc) * 1000}
+    def timings(self) -> dict[str, float]:
+        """Milliseconds: ``encode_ms`` the query embedding, ``total_ms`` the whole search so far,
+        ``retrieve_ms`` the rest (reading the query included)."""
+        end = time.perf_counter()
+        encode = self.encoded - self.read
+        return {"encode_ms": encode * 1000, "total_ms": (end - self.start) * 1000,
+                "retrieve_ms": (end - self.start - encode) * 1000}
 
 
 def _eligible(prep: PreparedScope, session: str | None, as_of: dt.datetime | None,
@@ -505,9 +468,9 @@ def _occurrences(text: str, needle: str) -> list[tuple[int, int]]:
     return found
 
 
-def _lexical_refinement(query: str, lowered_texts: list[str], nodes: np.ndarray) -> np.ndarray:
-    """Share of the query's hard terms (quoted phrases, numbers, names) found verbatim in a turn."""
-    terms = hard_terms(query)
+def _lexical_refinement(terms: Sequence[str], lowered_texts: list[str], nodes: np.ndarray) -> np.ndarray:
+    """Share of the query's hard terms (``Query.hard_terms``: quoted phrases, numbers, names)
+    found verbatim in a turn."""
     out = np.zeros(len(lowered_texts))
     if not terms:
         return out

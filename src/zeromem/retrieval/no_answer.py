@@ -18,7 +18,7 @@ from .profile import QueryProfile, named_things
 
 
 def no_answer_inputs(prep: PreparedScope, profile: QueryProfile, dense_cosine: np.ndarray,
-                     top_nodes: list[int], qtokens: list[str], weights: dict[str, float],
+                     top_nodes: list[int], qtokens: Sequence[str], weights: dict[str, float],
                      tokenize: Callable[[str], list[str]]) -> NoAnswerInputs:
     """What ``calibrate.no_answer_score`` reads: the best three evidence turns ``top_nodes``
     (and their neighbours, for keywords) against the query's tokens ``qtokens`` (idf

@@ -25,6 +25,13 @@ from .calibrate import subject_compat
 from .speaker_names import NEIGHBOUR_REACH, SpeakerNames, addressed_names, learn_names
 
 MAX_COUNTED_WORDS = 64  # median_turn_words counts longer turns as this many
+# A memory of a few turns is too small for some views built to search a long history: its few
+# entities are each named in most turns (PPR mass follows degree, not the query) and idf from a
+# handful of turns is noise (a word in 5 of 8 turns, often the question's subject, counts for
+# nearly nothing). Below SMALL_SCOPE_TURNS live turns (about one conversation session) the scope
+# is ``PreparedScope.small``: the engine gives the graph view no weight and lets the dense cosine
+# lead each level's score, and the query embedding keeps the speakers' names (query_reading.py).
+SMALL_SCOPE_TURNS = 24
 
 DISAMBIGUATED_TITLE = 0.5
 NOT_NAME_LABELS = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "PERCENT", "MONEY", "QUANTITY"})
@@ -88,6 +95,13 @@ class PreparedScope:
     @property
     def n_live(self) -> int:
         return self.index.n_live_turns
+
+    @property
+    def small(self) -> bool:
+        """Whether the scope has fewer than ``SMALL_SCOPE_TURNS`` live turns: too few for the
+        graph view (and, with one speaker, for windows; and to leave the speakers' names out of
+        the query embedding)."""
+        return self.n_live < SMALL_SCOPE_TURNS
 
     @property
     def turn_rowid(self) -> np.ndarray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ..lexicon import MONTH_NAMES, QUESTION_LEAD_WORDS, QUESTION_WORDS, STOPWORDS, WEEKDAY_NAMES
 from .profile_zh import build_profile_zh
@@ -92,7 +92,7 @@ def is_first_person(name: str) -> bool:
     return re.fullmatch(r"i(?:['’](?:m|ve|d|ll))?", name.lower()) is not None
 
 
-def named_things(names: list[str]) -> list[str]:
+def named_things(names: Sequence[str]) -> list[str]:
     """The capitalized names of a query (``QueryProfile.names``) that name a thing: not the
     pronoun I (I'm, I've) and not a date ("October 6", "June 2022"; time cues judge those).
     The no-answer score looks for these in the evidence (routing drops only the pronoun)."""
@@ -216,11 +216,11 @@ def build_profile(query: str, speakers: Iterable[str], asked_at: dt.date | None 
     asks_time = bool(_TEMPORAL_WORDS.search(query))
     boundary = _BOUNDARY.search(query)
     return QueryProfile(
-        text=query, words=words, subject=mentioned[0] if mentioned else None,
-        mentioned_speakers=mentioned, answer_type=answer_type(query),
-        temporal_cues=time_cues(query, asked_at), asks_time=asks_time,
+        text=query, words=tuple(words), subject=mentioned[0] if mentioned else None,
+        mentioned_speakers=tuple(mentioned), answer_type=answer_type(query),
+        temporal_cues=tuple(time_cues(query, asked_at)), asks_time=asks_time,
         aggregation=bool(_AGGREGATE.search(query) or _PLURAL_CATEGORY.search(query.strip())),
         boundary=boundary.group(0) if boundary else None,
-        keywords=keywords, names=query_names(query, speakers),
+        keywords=tuple(keywords), names=tuple(query_names(query, speakers)),
         bridge=bool(_BRIDGE.search(query)), answer_labels=answer_labels(query),
         about_asker=about_asker(query))

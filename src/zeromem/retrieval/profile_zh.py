@@ -96,11 +96,11 @@ def build_profile_zh(query: str, speakers: Iterable[str], asked_at: dt.date | No
     kind = answer_type_zh(query)
     boundary = _first(query, _BOUNDARY)
     return QueryProfile(
-        text=query, words=words + compounds, subject=mentioned[0] if mentioned else None,
-        mentioned_speakers=mentioned, answer_type=kind, temporal_cues=time_cues(query, asked_at),
+        text=query, words=tuple(words + compounds), subject=mentioned[0] if mentioned else None,
+        mentioned_speakers=tuple(mentioned), answer_type=kind, temporal_cues=tuple(time_cues(query, asked_at)),
         asks_time=kind == "date" or _first(query, _TIME_WORDS) is not None,
         aggregation=_first(query, _AGGREGATE) is not None, boundary=boundary,
-        keywords=keywords, names=names, bridge=bool(_BRIDGE.search(query)),
+        keywords=tuple(keywords), names=tuple(names), bridge=bool(_BRIDGE.search(query)),
         about_asker="我" in query and not ("你" in query or "您" in query))
 
 

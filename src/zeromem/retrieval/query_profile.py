@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..encoders.timexpr import TimeSpan, numeric_dates, parse_absolute, resolve_relative
 
@@ -25,21 +25,24 @@ ANSWER_KIND_LABELS: dict[str, frozenset[str]] = {
 }
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class QueryProfile:
-    """φ(q): what a query asks, from its text and the scope's speakers (docs/design.md#query-profile-and-routing)."""
+    """φ(q): what a query asks, from its text and the scope's speakers (docs/design.md#query-profile-and-routing).
+
+    Frozen: a search reads one profile from start to end; a step that reads the query another
+    way (``query_reading.one_reading``) builds a new one with ``dataclasses.replace``."""
 
     text: str
-    words: list[str]
+    words: tuple[str, ...]
     subject: str | None
-    mentioned_speakers: list[str]
+    mentioned_speakers: tuple[str, ...]
     answer_type: str
-    temporal_cues: list[TimeSpan]
+    temporal_cues: tuple[TimeSpan, ...]
     asks_time: bool
     aggregation: bool
     boundary: str | None
-    keywords: list[str] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)  # capitalized names that are not speakers
+    keywords: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()  # capitalized names that are not speakers
     bridge: bool = False  # "the X who/that/which ...": an entity defined through another one
     answer_labels: frozenset[str] = frozenset()  # entity labels the asked-for members carry
     about_asker: bool = False  # "What did I…", "my …" and no "you": the asker's own turns answer

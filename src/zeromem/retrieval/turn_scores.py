@@ -23,6 +23,7 @@ whole of each level's score (``lexical_share`` 1).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,7 +47,7 @@ class TurnScores:
     nodes: np.ndarray | None  # the turns that were scored (the rest are 0); None: all of them
 
 
-def _level_arrays(prep: PreparedScope, level: str, qtokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def _level_arrays(prep: PreparedScope, level: str, qtokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """(BM25 of every slot of ``level``, its live slots)."""
     units = prep.index.levels[level]
     return _fit(units.lexical.scores(qtokens), units.size), units.live()
@@ -60,7 +61,7 @@ def _fit(values: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def score_every_turn(prep: PreparedScope, qtokens: list[str], qvec: np.ndarray | None,
+def score_every_turn(prep: PreparedScope, qtokens: Sequence[str], qvec: np.ndarray | None,
                      aligned: dict[int, float], *, damping: float,
                      lexical_share: float = LEXICAL_SHARE) -> TurnScores:
     index = prep.index
@@ -81,7 +82,7 @@ def score_every_turn(prep: PreparedScope, qtokens: list[str], qvec: np.ndarray |
     return TurnScores(lift_to_turns(prep.hier, level_scores), ppr, dense_cosine, None)
 
 
-def score_candidate_turns(prep: PreparedScope, qtokens: list[str], qvec: np.ndarray | None,
+def score_candidate_turns(prep: PreparedScope, qtokens: Sequence[str], qvec: np.ndarray | None,
                           aligned: dict[int, float], *, damping: float, per_source: int,
                           required: np.ndarray, eligible: np.ndarray,
                           lexical_share: float = LEXICAL_SHARE) -> TurnScores:
