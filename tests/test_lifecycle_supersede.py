@@ -7,15 +7,8 @@ import pytest
 from zeromem import Memory
 from zeromem.lifecycle.supersede import (
     CORRECTION_REACH,
-    VALUE_UPDATE_COVERAGE,
-    ValueCandidate,
-    asks_earlier_state,
-    asks_for_value,
-    newest_value_first,
     state_assertions,
-    states_value,
     supersession,
-    wants_newest_value,
 )
 
 
@@ -93,92 +86,3 @@ def test_search_ranks_the_current_state_first_and_as_of_returns_the_state_then(t
         assert active.archived[ids[0]] == f"superseded by {ids[3]}"
         assert active.archived[ids[2]] == f"superseded by {ids[3]}"
         assert mem.active(200, as_of="2023-07-01").archived[ids[0]] == f"superseded by {ids[2]}"
-
-
-# -- value updates ---------------------------------------------------------------------------
-
-@pytest.mark.parametrize("text", [
-    "I've added 25 new postcards to my collection.", "Now I have three cats.",
-    "That makes a total of twelve.", "I just finished my fifth issue.", "It's usually at 6:00 pm.",
-    "My class moved to Fridays.", "我现在有两只猫。", "又买了三本书，一共十本。", "我读到第五章了。",
-    "课改到周五了。",
-])
-def test_states_value_finds_quantities_ordinals_times_and_weekdays(text):
-    assert states_value(text)
-
-
-@pytest.mark.parametrize("text", ["I love my cats.", "The postcards look lovely.", "我很喜欢猫。"])
-def test_states_value_ignores_turns_without_a_quantity(text):
-    assert not states_value(text)
-
-
-@pytest.mark.parametrize("query, earlier", [
-    ("What was my previous personal best?", True), ("How many did I have at first?", True),
-    ("How many fish did I catch before the second trip?", True), ("我以前住在哪里？", True),
-    ("How many postcards do I have now?", False), ("What time do I usually go to the gym?", False),
-    ("我现在有几只猫？", False),
-])
-def test_asks_earlier_state(query, earlier):
-    assert asks_earlier_state(query) is earlier
-
-
-@pytest.mark.parametrize("query", [
-    "How many postcards do I have now?", "How long have I had my cat?", "How often do I do yoga?",
-    "What time do I usually go to the gym?", "What day of the week is my class?",
-    "What is my current record?", "Which book am I reading at the moment?", "我现在有几只猫？",
-    "我一共读了多少本书？", "这门课我上了多久？",
-])
-def test_asks_for_value(query):
-    assert asks_for_value(query)
-
-
-@pytest.mark.parametrize("query", [
-    "When did Nate win his first tournament?", "Which cities has John been to?",
-    "What did Maria donate to the shelter?", "Where did Caroline move from?", "她几乎每天都去吗？",
-    "我们上次在哪里吃饭？",
-])
-def test_event_questions_ask_for_no_value(query):
-    assert not asks_for_value(query)
-
-
-def test_wants_newest_value_only_when_a_value_and_no_earlier_one_is_asked():
-    assert wants_newest_value("How many fish do I have now?")
-    assert not wants_newest_value("How many fish did I have before the trip?")
-    assert not wants_newest_value("When did I buy the fish tank?")
-
-
-def _v(speaker, order, coverage=1.0, value=True):
-    return ValueCandidate(speaker, (order,), coverage, value)
-
-
-def test_newest_value_first_reorders_one_speakers_values_in_their_positions():
-    # positions 0 and 2: Ana's older and newer count; 1: someone else; 3: Ana without a value
-    found = [_v("Ana", 1), _v("Bo", 9), _v("Ana", 5), _v("Ana", 7, value=False)]
-    assert newest_value_first(found) == [2, 1, 0, 3]
-
-
-def test_newest_value_first_needs_coverage_two_turns_and_a_speaker():
-    assert newest_value_first([_v("Ana", 1), _v("Ana", 5, coverage=VALUE_UPDATE_COVERAGE / 2)]) == [0, 1]
-    assert newest_value_first([_v("Ana", 1), _v("Bo", 5)]) == [0, 1]
-    assert newest_value_first([_v(None, 1), _v(None, 5)]) == [0, 1]
-    assert newest_value_first([_v("Ana", 1), _v("Ana", 3), _v("Ana", 2)]) == [1, 2, 0]
-
-
-@pytest.mark.slow
-def test_search_puts_the_newest_count_first_unless_an_earlier_one_is_asked(tmp_path):
-    with Memory(tmp_path / "v.db") as mem:
-        ids = mem.add_many([
-            {"text": "I've added 17 new postcards to my collection since I started collecting again.",
-             "speaker": "user", "session": "s1", "session_time": "2023-01-01"},
-            {"text": "I've added 25 new postcards to my collection since I started collecting again!",
-             "speaker": "user", "session": "s3", "session_time": "2023-06-01"},
-            # the weakest turns of a small memory score 0 and are never evidence: give it some
-            *({"text": text, "speaker": "user", "session": "s2", "session_time": "2023-03-01"}
-              for text in ("We talked about the weather.", "My sister called.", "Lunch was pasta.")),
-        ])
-        question = "How many new postcards have I added to my collection since I started collecting again?"
-        evidence = mem.search(question, k=5)
-        assert [ev.trace_id for ev in evidence if ev.trace_id in ids[:2]] == [ids[1], ids[0]]
-        assert all(ev.superseded_by is None for ev in evidence)  # reordered, not marked
-        earlier = "How many new postcards had I added at first, since I started collecting again?"
-        assert next(ev.trace_id for ev in mem.search(earlier, k=5) if ev.trace_id in ids[:2]) == ids[0]

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from zeromem import Memory
 from zeromem.encoders.tokenize import tokenize
-from zeromem.lifecycle.supersede import wants_newest_value
 from zeromem.retrieval.profile import build_profile, hard_terms, question_focus, question_parts
 from zeromem.retrieval.query_reading import Query, embedded, read_query
 
@@ -96,13 +95,10 @@ def test_a_numeric_date_is_read_the_one_way_the_memory_allows(searched):
     assert _read(prep, asked, off={"date_reading"}).profile.temporal_cues == both
 
 
-def test_hard_terms_and_the_value_predicate(searched):
+def test_hard_terms(searched):
     _, prep, _ = searched
     query = _read(prep, 'Did Nicolas read "Dune Messiah" in 2023?')
     assert query.hard_terms == ("nicolas", "dune messiah", "2023")  # as written, the question word left off
-    assert not query.wants_newest_value
-    assert _read(prep, "How many fish do I have now?").wants_newest_value
-    assert not _read(prep, "How many fish did I have before the trip?").wants_newest_value
 
 
 def test_a_reading_is_frozen(searched):
@@ -142,7 +138,6 @@ def test_every_field_is_read_from_the_one_searched_text(searched, text):
     for reading in (query, *query.parts):
         assert reading.tokens == tuple(tokenize(reading.text))
         assert reading.hard_terms == tuple(hard_terms(reading.text))
-        assert reading.wants_newest_value == wants_newest_value(reading.text)
         built = build_profile(reading.text, prep.speakers)
         # the profile is φ(text); only a date written two ways may have lost a reading
         assert dataclasses.replace(reading.profile, temporal_cues=built.temporal_cues) == built

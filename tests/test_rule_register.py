@@ -187,14 +187,20 @@ ASSISTANT = [
     ("user", "Could you suggest a good route along the coast?"),
     ("assistant", "Try the coastal path from the harbour to the lighthouse: it is flat and quiet."),
 ]
-# Two counts of one thing, the newer one later (the newest value goes first).
-POSTCARDS = [
-    {"text": "I've added 17 new postcards to my collection since I started collecting again.",
-     "speaker": "user", "session": "s1", "session_time": "2023-01-01"},
-    {"text": "I've added 25 new postcards to my collection since I started collecting again!",
-     "speaker": "user", "session": "s3", "session_time": "2023-06-01"},
-    *({"text": text, "speaker": "user", "session": "s2", "session_time": "2023-03-01"}
-      for text in ("We talked about the weather.", "My sister called.", "Lunch was pasta.")),
+# Paragraphs longer than short messages: selection's coverage bonus acts here.
+DOCUMENTS = [
+    "The harbour lighthouse keeper, Mr. Okafor, climbed the lighthouse stairs every evening to light the "
+    "lamp for the fishing boats.",
+    "Visitors asked the lighthouse keeper about the lighthouse lamp, and the keeper told them how the lamp "
+    "was trimmed each night.",
+    "In the winter the lighthouse keeper repaired the lighthouse shutters and kept a log of every storm that "
+    "reached the harbour.",
+    "Mr. Okafor painted violet sunsets over the bay in oils, and his paintings hung in the village hall for "
+    "the summer fair.",
+    "The village hall also held a market on Saturdays where farmers sold cheese, bread and honey from the "
+    "valley farms nearby.",
+    "A ferry crossed the bay twice a day, carrying tourists, bicycles and post between the island and the "
+    "mainland harbour town.",
 ]
 ZH = ["我去的公园是东湖公园。", "东湖公园真不错，湖边的公园步道很适合散步，公园里人也不多。",
       "我的上司名叫赵宇轩。", "我上司的电话是13206366146。", "我表哥的电话是13642035210。",
@@ -210,7 +216,7 @@ QUESTIONS = {
     "notes": ["Where does the person who has the email rosa.k@example.org work?",
               "What does my aunt Rosa like?"],
     "assistant": ["What did I repair on the old harbour bicycle?"],
-    "postcards": ["How many new postcards have I added to my collection since I started collecting again?"],
+    "documents": ["What did the lighthouse keeper paint?"],
 }
 ZH_QUESTIONS = ["东湖公园真不错。我去的公园叫什么？", "我去的公园叫什么？另外，我上司的电话是多少？"]
 
@@ -223,7 +229,7 @@ def fixture_store(tmp_path_factory) -> Path:
         mem.add_many([{"text": text} for text in NOTES], user="notes")
         mem.add_many([{"text": text, "role": role, "speaker": role, "session": "s1"}
                       for role, text in ASSISTANT], user="assistant")
-        mem.add_many(POSTCARDS, user="postcards")
+        mem.add_many([{"text": text, "session": f"p{i}"} for i, text in enumerate(DOCUMENTS)], user="documents")
     with Memory(path.with_name("zh.db"), config=Config(encoders=EncoderConfig(embedding_model="auto"))) as mem:
         mem.add_many([{"text": text} for text in ZH], user="zh")
     return path

@@ -1,8 +1,11 @@
 """A memory of short messages embeds the query without the speakers' names (query_reading.embedded)."""
 
+import pytest
+
 from zeromem import Memory
-from zeromem.retrieval.prepared import SMALL_SCOPE_TURNS
-from zeromem.retrieval.query_reading import SHORT_MESSAGE_WORDS, embedded
+from zeromem.config import Config, RetrievalConfig
+from zeromem.retrieval.prepared import SHORT_MESSAGE_WORDS, SMALL_SCOPE_TURNS
+from zeromem.retrieval.query_reading import embedded
 from zeromem.retrieval.speaker_names import SpeakerNames
 
 
@@ -10,7 +13,7 @@ class _Scope:
     """What ``query_reading.embedded`` reads of a prepared scope."""
 
     def __init__(self, median, names, n_live=SMALL_SCOPE_TURNS):
-        self.median_turn_words = median
+        self.short_messages = median <= SHORT_MESSAGE_WORDS
         self.speaker_names = names
         self.small = n_live < SMALL_SCOPE_TURNS
 
@@ -59,3 +62,42 @@ def test_median_turn_words_follows_writes_and_deletes(tmp_path):
         assert memory._retriever.prepared(scope).median_turn_words == 7
     finally:
         memory.close()
+
+
+LONGER = [  # paragraphs, one per session, no speaker
+    "The harbour lighthouse keeper, Mr. Okafor, climbed the lighthouse stairs every evening to light the "
+    "lamp for the fishing boats.",
+    "Visitors asked the lighthouse keeper about the lighthouse lamp, and the keeper told them how the lamp "
+    "was trimmed each night.",
+    "In the winter the lighthouse keeper repaired the lighthouse shutters and kept a log of every storm that "
+    "reached the harbour.",
+    "Mr. Okafor painted violet sunsets over the bay in oils, and his paintings hung in the village hall for "
+    "the summer fair.",
+    "The village hall also held a market on Saturdays where farmers sold cheese, bread and honey from the "
+    "valley farms nearby.",
+    "A ferry crossed the bay twice a day, carrying tourists, bicycles and post between the island and the "
+    "mainland harbour town.",
+]
+SHORTER = ["lighthouse keeper Okafor", "the lighthouse keeper again", "lighthouse keeper lamp",
+           "he painted sunsets", "cheese at the market", "ferry late"]
+
+
+def _evidence(path, texts, coverage_gain):
+    config = Config(retrieval=RetrievalConfig(coverage_gain=coverage_gain))
+    with Memory(path, config=config) as memory:
+        if not memory.list(limit=1):
+            memory.add_many([{"text": text, "session": f"s{i}"} for i, text in enumerate(texts)])
+        prep = memory._retriever.prepared(memory.scope)
+        found = [ev.trace_id for ev in memory.search("What did the lighthouse keeper paint?", k=3)]
+        return prep.short_messages, found
+
+
+@pytest.mark.parametrize("texts, short", [(LONGER, False), (SHORTER, True)])
+def test_the_coverage_bonus_acts_only_in_a_memory_of_longer_texts(tmp_path, texts, short):
+    path = tmp_path / "m.db"
+    is_short, with_bonus = _evidence(path, texts, 0.2)
+    _, without = _evidence(path, texts, 0.0)
+    assert is_short is short
+    # longer texts: the paragraph that covers "paint" comes before a second "lighthouse keeper"
+    # one; short messages: the bonus is off, the evidence the same
+    assert (with_bonus == without) is short

@@ -14,30 +14,13 @@ older link is superseded by the newest one.
 
 The rules are deliberately narrow (first person, a known attribute or an explicit correction
 cue right before): a false supersession would push a current fact behind a stale one.
-
-A **value update** restates a quantity of something that changes: a count ("I've added 25
-postcards", "now I have three cats", "我现在有两只猫", "一共十本"), a duration ("for 9 months
-now"), a score or a rank ("my 5th project"), a clock time or a weekday ("the gym, usually at
-6 pm", "class on Fridays"). What is counted is named in words that vary from one mention to
-the next ("17 new ones", "25 new postcards"), so no key can be read from the turn alone: the
-question names it. Among the evidence for one question, the turns of one speaker that both
-state a value (``states_value``) and cover the question's terms (``VALUE_UPDATE_COVERAGE``)
-are taken as successive states of what the question asks, and are put newest first in the
-positions they hold (``newest_value_first``) — when the question asks for a value that changes
-("how many", "how long", "what time", "current", "now", 多少, 几, 现在; ``asks_for_value``) and not
-for an earlier state ("previous", "at first", "before …", 以前; ``asks_earlier_state``): an event
-question ("When did she first…?") is not asking for the newest number. They are reordered only,
-never marked superseded: two such turns may be two events ("7 bass on the first trip, 9 on
-the second"), which a mark would misstate.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-
-from ..lexicon import WEEKDAYS
 
 CORRECTION_REACH = 6  # turns of the same session a bare correction may reach back
 
@@ -171,99 +154,3 @@ def restrict(assertions: Mapping[int, list[StateAssertion]], keep: Callable[[int
              ) -> dict[int, list[StateAssertion]]:
     """The assertions of the nodes ``keep`` accepts (e.g. those visible ``as_of`` a time)."""
     return {node: found for node, found in assertions.items() if keep(node)}
-
-
-
-# -- value updates (module docstring) -------------------------------------------------------
-# A candidate turn counts as a state of what the question asks when it holds at least this
-# share of the question's idf weight (retrieval/select.query_term_weights). Chosen on half A of
-# the LongMemEval-S dev knowledge-update questions (docs/decisions/0040-knowledge-updates.md).
-VALUE_UPDATE_COVERAGE = 0.4
-
-_EN_COUNT_WORDS = ("one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
-                   "fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|"
-                   "seventy|eighty|ninety|hundred|thousand|million|dozen|dozens|twice|thrice|"
-                   "a couple of|a few|several|half")
-_EN_ORDINALS = ("first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|"
-                "twelfth|twentieth|hundredth")
-_EN_VALUE = re.compile(r"\d|\b(?:" + _EN_COUNT_WORDS + "|" + _EN_ORDINALS + "|"
-                       + "|".join(sorted(WEEKDAYS, key=len, reverse=True)) + r")s?\b", re.IGNORECASE)
-_ZH_NUMERAL = "[0-9零〇一二两三四五六七八九十百千万几]"
-_ZH_VALUE = re.compile(
-    _ZH_NUMERAL + r"+\s*(?:个|只|本|次|张|位|件|条|台|辆|家|所|种|篇|部|首|场|遍|双|套|杯|瓶|块|元|"
-    r"岁|年|月|周|星期|天|日|小时|分钟|分|点|公里|公斤|斤|页|集|章|级|名|倍|层|盆|棵|门|节|口|份|对)"
-    r"|第" + _ZH_NUMERAL + r"+|(?:星期|周|礼拜)[一二三四五六日天]")
-
-# Questions about an earlier state than the newest one ("my previous best", "at first", "before
-# I moved"): the newest value is not what they ask for.
-_EN_EARLIER = re.compile(r"\b(?:previous(?:ly)?|earlier|before|at first|initial(?:ly)?|"
-                         r"original(?:ly)?|used to|formerly|prior|former|in the beginning|"
-                         r"(?:when|after) I (?:just |first )?(?:started|began|got))\b", re.IGNORECASE)
-_ZH_EARLIER = re.compile(r"以前|之前|原来|原先|最初|起初|一开始|当初|刚开始|本来|最早")
-
-# Questions that ask for a value that changes over time: a quantity, a duration, a frequency, a
-# clock time or a weekday, or whatever holds now. Other questions ("When did she first…", "Which
-# cities has he been to?") ask about events, and the newest turn that states some number is not
-# their answer.
-_EN_ASKS_VALUE = re.compile(
-    r"\bhow (?:many|much|long|often|old|far|frequently)\b|\bwhat (?:time|day)\b|"
-    r"\b(?:current(?:ly)?|now|so far|at the moment|these days|at present|presently|latest|"
-    r"most recent(?:ly)?|still|to date)\b", re.IGNORECASE)
-_ZH_ASKS_VALUE = re.compile(r"多少|几(?!乎)|多久|多长|多大|现在|目前|如今|眼下|至今|迄今|最近|最新|仍然|还在")
-
-
-def states_value(text: str) -> bool:
-    """Whether a turn states a quantity: a number (digits or words), an ordinal, a clock time,
-    a weekday; in Chinese a numeral with a measure word, 第 + numeral, or 周/星期 + day."""
-    return bool(_EN_VALUE.search(text) or _ZH_VALUE.search(text))
-
-
-def asks_earlier_state(query: str) -> bool:
-    """Whether the question asks for a state older than the newest ("What was my previous
-    record?", "How many did I have at first?", "我以前住在哪里？")."""
-    return bool(_EN_EARLIER.search(query) or _ZH_EARLIER.search(query))
-
-
-def asks_for_value(query: str) -> bool:
-    """Whether the question asks for a value that changes ("How many cats do I have?", "What
-    time do I usually get up?", "What is my current record?", "我现在有几只猫？")."""
-    return bool(_EN_ASKS_VALUE.search(query) or _ZH_ASKS_VALUE.search(query))
-
-
-def wants_newest_value(query: str) -> bool:
-    """Whether successive values among a question's evidence go newest first: it asks for a
-    value, and not for an earlier one."""
-    return asks_for_value(query) and not asks_earlier_state(query)
-
-
-@dataclass(frozen=True)
-class ValueCandidate:
-    """One evidence turn as ``newest_value_first`` sees it.
-
-    ``coverage``: the share of the question's idf weight the turn contains; ``order``: its
-    position in the conversation (sortable; later is newer).
-    """
-
-    speaker: str | None
-    order: tuple
-    coverage: float
-    states_value: bool
-
-
-def newest_value_first(candidates: Sequence[ValueCandidate],
-                       min_coverage: float = VALUE_UPDATE_COVERAGE) -> list[int]:
-    """A permutation of ``range(len(candidates))``: within each speaker, the turns that state a
-    value and cover at least ``min_coverage`` of the question go newest first, in the positions
-    those turns held; every other turn keeps its position."""
-    out = list(range(len(candidates)))
-    groups: dict[str, list[int]] = {}
-    for i, c in enumerate(candidates):
-        if c.speaker and c.states_value and c.coverage >= min_coverage:
-            groups.setdefault(c.speaker, []).append(i)
-    for members in groups.values():
-        if len(members) < 2:
-            continue
-        newest_first = sorted(members, key=lambda i: candidates[i].order, reverse=True)
-        for position, member in zip(members, newest_first):
-            out[position] = member
-    return out

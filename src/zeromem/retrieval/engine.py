@@ -35,7 +35,7 @@ from ..views.graph import align_entities, query_ngrams
 from ..views.hierarchy import LEVEL_WEIGHTS, hierarchy_scores
 from .calibrate import NoAnswerInputs, no_answer_score, time_compat
 from .closure import closure_candidates
-from .evidence_order import newest_state_first, taking_turns, values_newest_first, with_current_states
+from .evidence_order import newest_state_first, taking_turns, with_current_states
 from .fuse import fuse, normalize_live
 from .no_answer import no_answer_inputs
 from .prepared import PreparedScope
@@ -318,23 +318,22 @@ class Engine:
                    chosen: dict[int, tuple[float, str]], budget: int, as_of: dt.datetime | None,
                    eligible: np.ndarray) -> tuple[list[tuple[int, tuple[float, str]]], dict[int, int]]:
         """(at most ``budget`` turns in evidence order, superseded turn → its successor): chosen
-        by score, query-term coverage and session diversity, then the newest state first."""
+        by score, query-term coverage and session diversity, then the newest state first. In a
+        memory of short messages a turn rarely holds more than one of the question's terms, and a
+        coverage bonus lifts one-word replies that repeat a rare term ("Hiking?") over the turns
+        that answer: there the selection is by score and diversity alone (D-068)."""
         cfg, off = self.config, self.off
         ranked = select_evidence(
             chosen, prep.hier.turn_session, budget,
             diversity=min(AGGREGATE_DIVERSITY, cfg.session_diversity)
             if query.profile.aggregation and "aggregation" not in off else cfg.session_diversity,
-            coverage_gain=cfg.coverage_gain if "coverage_gain" not in off else 0.0, turn_terms=prep.turn_terms,
-            query_weights=weights)
+            coverage_gain=0.0 if "coverage_gain" in off or prep.short_messages else cfg.coverage_gain,
+            turn_terms=prep.turn_terms, query_weights=weights)
         # As of a time, the state is the newest assertion visible then, not the newest today.
         superseded = prep.superseded_by if as_of is None else prep.superseded_within(
             (prep.turn_time <= as_of.isoformat()) & prep.alive)
-        if cfg.use_calibration:
-            if "supersession_order" not in off:
-                ranked = newest_state_first(with_current_states(ranked, superseded, eligible, budget),
-                                             superseded)
-            if query.wants_newest_value and "newest_value" not in off:
-                ranked = values_newest_first(prep, ranked, weights)
+        if cfg.use_calibration and "supersession_order" not in off:
+            ranked = newest_state_first(with_current_states(ranked, superseded, eligible, budget), superseded)
         return ranked, superseded
 
     def _evidence(self, prep: PreparedScope, node: int, score: float, reason: str,

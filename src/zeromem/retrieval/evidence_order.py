@@ -2,8 +2,7 @@
 
 - ``with_current_states``: a superseded state selected without the state that replaced it
   brings its successor along while the budget has room;
-- ``newest_state_first`` / ``values_newest_first``: of a stale state and its successor, or of
-  successive values of what the question asks ("I have 3 cats" … "now 4"), the newest goes first
+- ``newest_state_first``: of a stale state and its successor, the newest goes first
   (docs/design.md#supersession);
 - ``taking_turns``: a message that asks several questions gets the whole message's best, then
   each question's next in turn (D-053).
@@ -15,9 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..lifecycle.supersede import VALUE_UPDATE_COVERAGE, ValueCandidate, newest_value_first, states_value
 from ..types import Evidence
-from .prepared import PreparedScope
 
 # Selected turns, best first: (turn node, (score, why)).
 Ranked = list[tuple[int, Any]]
@@ -52,22 +49,6 @@ def with_current_states(ranked: Ranked, superseded_by: dict[int, int], eligible:
             out.append((newer, (0.0, "current state")))
             shown.add(newer)
     return out
-
-
-def values_newest_first(prep: PreparedScope, ranked: Ranked, weights: dict[str, float]) -> Ranked:
-    """Successive values of what the question asks, newest first (``supersede.newest_value_first``)."""
-    total = sum(weights.values())
-    if len(ranked) < 2 or not total:
-        return ranked
-    candidates = []
-    for node, _ in ranked:
-        terms = prep.turn_terms[node]
-        coverage = sum(w for t, w in weights.items() if t in terms) / total
-        order = (prep.turn_time[node], prep.trace(node).seq, int(prep.turn_rowid[node]))
-        # The regex reads the whole turn: only for turns that can count.
-        value = coverage >= VALUE_UPDATE_COVERAGE and states_value(prep.turn_text[node])
-        candidates.append(ValueCandidate(prep.turn_speaker[node], order, coverage, value))
-    return [ranked[i] for i in newest_value_first(candidates)]
 
 
 def newest_state_first(ranked: Ranked, superseded_by: dict[int, int]) -> Ranked:

@@ -32,6 +32,10 @@ MAX_COUNTED_WORDS = 64  # median_turn_words counts longer turns as this many
 # is ``PreparedScope.small``: the engine gives the graph view no weight and lets the dense cosine
 # lead each level's score, and the query embedding keeps the speakers' names (query_reading.py).
 SMALL_SCOPE_TURNS = 24
+# A memory whose median turn has at most this many words is ``PreparedScope.short_messages``
+# (chat in bursts: "lol", "same here", "Going skiing tmrw"): the query embedding leaves the
+# speakers' names out (query_reading.embedded) and selection adds no coverage bonus (engine).
+SHORT_MESSAGE_WORDS = 15
 
 DISAMBIGUATED_TITLE = 0.5
 NOT_NAME_LABELS = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "PERCENT", "MONEY", "QUANTITY"})
@@ -102,6 +106,12 @@ class PreparedScope:
         graph view (and, with one speaker, for windows; and to leave the speakers' names out of
         the query embedding)."""
         return self.n_live < SMALL_SCOPE_TURNS
+
+    @property
+    def short_messages(self) -> bool:
+        """Whether the median live turn has at most ``SHORT_MESSAGE_WORDS`` words (text with
+        no spaces, as Chinese is written, counts one word a turn)."""
+        return self.median_turn_words <= SHORT_MESSAGE_WORDS
 
     @property
     def turn_rowid(self) -> np.ndarray:

@@ -3,11 +3,10 @@
 ``read_query`` reads the question once, before any scoring: the question a message asks
 (``profile.question_focus``), the speakers' names as the conversation's speakers write them
 (``speaker_names.canonical``), what the query embedding reads, its index tokens, its profile φ(q)
-with a numeric date read the one way the memory's dates allow, its hard terms, whether it asks
-for a value's newest state, and, for a message that asks several questions, each of them read
-on its own. Every step of the engine reads these fields; none reads the text again, so two steps
-cannot read one question two ways. Each rule family of ``rules.py`` that shapes the reading is
-honoured here (``off``).
+with a numeric date read the one way the memory's dates allow, its hard terms, and, for a
+message that asks several questions, each of them read on its own. Every step of the engine
+reads these fields; none reads the text again, so two steps cannot read one question two ways.
+Each rule family of ``rules.py`` that shapes the reading is honoured here (``off``).
 """
 
 from __future__ import annotations
@@ -17,12 +16,10 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 from ..encoders.timexpr import TimeSpan
-from ..lifecycle.supersede import wants_newest_value
 from .prepared import PreparedScope
 from .profile import build_profile, hard_terms, question_focus, question_parts
 from .query_profile import QueryProfile
 
-SHORT_MESSAGE_WORDS = 15  # a memory whose median turn has at most this many words: see embedded
 READING_SLACK_DAYS = 31  # a date read two ways: the memory's dates ± this decide (one_reading)
 
 
@@ -45,9 +42,6 @@ class Query:
     hard_terms: tuple[str, ...]
     """Quoted phrases, numbers and capitalized names of ``text``, lower-cased (``profile.hard_terms``):
     what lexical refinement looks for verbatim."""
-    wants_newest_value: bool
-    """Whether ``text`` asks for a value as it stands now (``supersede.wants_newest_value``):
-    the newest value of such a state leads the evidence."""
     parts: tuple[Query, ...] = ()
     """The questions of a message that asks several, each read on its own (and with no parts of
     its own); empty for a message of one question, or when answering each is off."""
@@ -86,19 +80,18 @@ def _reading(asked: str, text: str, prep: PreparedScope, tokenize: Callable[[str
         profile = replace(profile, temporal_cues=one_reading(cues, prep.date_range))  # a date written two ways
     return Query(asked=asked, text=text,
                  embedding_text=text if "short_message_query" in off else embedded(prep, text),
-                 tokens=tuple(tokenize(text)), profile=profile, hard_terms=tuple(hard_terms(text)),
-                 wants_newest_value=wants_newest_value(text))
+                 tokens=tuple(tokenize(text)), profile=profile, hard_terms=tuple(hard_terms(text)))
 
 
 def embedded(prep: PreparedScope, text: str) -> str:
-    """What the query embedding reads. In a memory of short messages (median at most
-    ``SHORT_MESSAGE_WORDS`` words) the speakers' names are left out: every unit reads
+    """What the query embedding reads. In a memory of short messages
+    (``PreparedScope.short_messages``) the speakers' names are left out: every unit reads
     "Nicolas: …", and in "Nicolas: And its crazy" the name is most of the text, so "What
     hobbies does Nicolas have?" would find his shortest messages by the name alone (subject
     compatibility still favours his turns). A small scope (``PreparedScope.small``) keeps the
     names: with a handful of turns the name can be the only thing that ties a question to its
     person's turns, and without it their scores can fall to nothing."""
-    if prep.median_turn_words > SHORT_MESSAGE_WORDS or prep.small:
+    if not prep.short_messages or prep.small:
         return text
     return prep.speaker_names.without_names(text)
 

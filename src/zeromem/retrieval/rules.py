@@ -179,17 +179,14 @@ RULE_FAMILIES: tuple[RuleFamily, ...] = (
         tables=("retrieval/profile.py:_BRIDGE", "retrieval/profile_zh.py:_BRIDGE")),
     RuleFamily(
         "coverage_gain",
-        "selection adds a bonus for query terms the evidence so far lacks (off: plain ranking)",
-        "D-008", "HotpotQA pool", constants=("coverage_gain",)),
+        "in a memory of longer texts (not PreparedScope.short_messages), selection adds a bonus for "
+        "query terms the evidence so far lacks (off: plain ranking)",
+        "D-008, D-068", "HotpotQA pool; REALTALK (short messages)",
+        constants=("coverage_gain", "SHORT_MESSAGE_WORDS")),
     RuleFamily(
         "supersession_order",
         "a superseded state is followed by its current one, newest first (off: score order)",
         "D-019, D-040", "LongMemEval-S knowledge updates"),
-    RuleFamily(
-        "newest_value",
-        "a question asking for the current value (now, latest, still) orders the values newest "
-        "first (off: score order)",
-        "D-040", "LongMemEval-S knowledge updates"),
 )
 
 RULE_NAMES: tuple[str, ...] = tuple(family.name for family in RULE_FAMILIES)
