@@ -79,7 +79,12 @@ LONGER = [  # paragraphs, one per session, no speaker
     "mainland harbour town.",
 ]
 SHORTER = ["lighthouse keeper Okafor", "the lighthouse keeper again", "lighthouse keeper lamp",
-           "he painted sunsets", "cheese at the market", "ferry late"]
+           "he painted sunsets", "cheese at the market", "ferry late",
+           # past a small scope (SMALL_SCOPE_TURNS): a chat, not a handful of notes
+           "ok", "lol", "see you soon", "haha yes", "good night", "sure thing", "omg", "me too", "nice one",
+           "cool", "thanks!", "brb", "on my way", "no worries", "yep", "what time?", "at 6", "perfect",
+           "love it", "same here", "wow", "true", "maybe later", "got it"]
+FEW_SHORT = SHORTER[:6]  # a small scope of short messages: the bonus still acts
 
 
 def _evidence(path, texts, coverage_gain):
@@ -92,12 +97,13 @@ def _evidence(path, texts, coverage_gain):
         return prep.short_messages, found
 
 
-@pytest.mark.parametrize("texts, short", [(LONGER, False), (SHORTER, True)])
-def test_the_coverage_bonus_acts_only_in_a_memory_of_longer_texts(tmp_path, texts, short):
+@pytest.mark.parametrize("texts, short, acts", [(LONGER, False, True), (SHORTER, True, False),
+                                               (FEW_SHORT, True, True)])
+def test_the_coverage_bonus_acts_except_in_a_chat_of_short_messages(tmp_path, texts, short, acts):
     path = tmp_path / "m.db"
     is_short, with_bonus = _evidence(path, texts, 0.2)
     _, without = _evidence(path, texts, 0.0)
     assert is_short is short
-    # longer texts: the paragraph that covers "paint" comes before a second "lighthouse keeper"
-    # one; short messages: the bonus is off, the evidence the same
-    assert (with_bonus == without) is short
+    # where it acts, the turn that covers "paint" comes before another "lighthouse keeper" one;
+    # in a chat of short messages the bonus is off and the evidence the same
+    assert (with_bonus != without) is acts

@@ -319,15 +319,16 @@ class Engine:
                    eligible: np.ndarray) -> tuple[list[tuple[int, tuple[float, str]]], dict[int, int]]:
         """(at most ``budget`` turns in evidence order, superseded turn → its successor): chosen
         by score, query-term coverage and session diversity, then the newest state first. In a
-        memory of short messages a turn rarely holds more than one of the question's terms, and a
+        chat of short messages a turn rarely holds more than one of the question's terms, and a
         coverage bonus lifts one-word replies that repeat a rare term ("Hiking?") over the turns
-        that answer: there the selection is by score and diversity alone (D-068)."""
+        that answer: there the selection is by score and diversity alone
+        (``_chat_of_short_messages``, D-068)."""
         cfg, off = self.config, self.off
         ranked = select_evidence(
             chosen, prep.hier.turn_session, budget,
             diversity=min(AGGREGATE_DIVERSITY, cfg.session_diversity)
             if query.profile.aggregation and "aggregation" not in off else cfg.session_diversity,
-            coverage_gain=0.0 if "coverage_gain" in off or prep.short_messages else cfg.coverage_gain,
+            coverage_gain=0.0 if "coverage_gain" in off or _chat_of_short_messages(prep) else cfg.coverage_gain,
             turn_terms=prep.turn_terms, query_weights=weights)
         # As of a time, the state is the newest assertion visible then, not the newest today.
         superseded = prep.superseded_by if as_of is None else prep.superseded_within(
@@ -355,6 +356,14 @@ def _role_prior(prep: PreparedScope, profile: QueryProfile) -> np.ndarray | None
     if not profile.about_asker:
         return None
     return np.where(prep.by_user, 1.0, 1 - ASKER_ROLE_PENALTY)
+
+
+def _chat_of_short_messages(prep: PreparedScope) -> bool:
+    """Whether selection leaves out the coverage bonus: a memory of short messages
+    (``PreparedScope.short_messages``) past a small scope. In a small one (a few messages) every
+    turn is a candidate anyway, and the query terms a turn covers are what tells the few apart,
+    as the speakers' names are kept in its query embedding (``query_reading.embedded``)."""
+    return prep.short_messages and not prep.small
 
 
 def _settle(scores: np.ndarray) -> np.ndarray:

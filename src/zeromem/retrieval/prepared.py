@@ -34,7 +34,8 @@ MAX_COUNTED_WORDS = 64  # median_turn_words counts longer turns as this many
 SMALL_SCOPE_TURNS = 24
 # A memory whose median turn has at most this many words is ``PreparedScope.short_messages``
 # (chat in bursts: "lol", "same here", "Going skiing tmrw"): the query embedding leaves the
-# speakers' names out (query_reading.embedded) and selection adds no coverage bonus (engine).
+# speakers' names out (query_reading.embedded) and, past a small scope, selection adds no
+# coverage bonus (engine._chat_of_short_messages).
 SHORT_MESSAGE_WORDS = 15
 
 DISAMBIGUATED_TITLE = 0.5

@@ -179,10 +179,10 @@ RULE_FAMILIES: tuple[RuleFamily, ...] = (
         tables=("retrieval/profile.py:_BRIDGE", "retrieval/profile_zh.py:_BRIDGE")),
     RuleFamily(
         "coverage_gain",
-        "in a memory of longer texts (not PreparedScope.short_messages), selection adds a bonus for "
-        "query terms the evidence so far lacks (off: plain ranking)",
+        "except in a chat of short messages past a small scope (engine._chat_of_short_messages), "
+        "selection adds a bonus for query terms the evidence so far lacks (off: plain ranking)",
         "D-008, D-068", "HotpotQA pool; REALTALK (short messages)",
-        constants=("coverage_gain", "SHORT_MESSAGE_WORDS")),
+        constants=("coverage_gain", "SHORT_MESSAGE_WORDS", "SMALL_SCOPE_TURNS")),
     RuleFamily(
         "supersession_order",
         "a superseded state is followed by its current one, newest first (off: score order)",
