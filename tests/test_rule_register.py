@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from module_constants import module_constants
+from test_short_messages import LONGER
 from zeromem import Memory
 from zeromem.config import Config, EncoderConfig, RetrievalConfig
 from zeromem.errors import InvalidInput
@@ -187,21 +188,9 @@ ASSISTANT = [
     ("user", "Could you suggest a good route along the coast?"),
     ("assistant", "Try the coastal path from the harbour to the lighthouse: it is flat and quiet."),
 ]
-# Paragraphs longer than short messages: selection's coverage bonus acts here.
-DOCUMENTS = [
-    "The harbour lighthouse keeper, Mr. Okafor, climbed the lighthouse stairs every evening to light the "
-    "lamp for the fishing boats.",
-    "Visitors asked the lighthouse keeper about the lighthouse lamp, and the keeper told them how the lamp "
-    "was trimmed each night.",
-    "In the winter the lighthouse keeper repaired the lighthouse shutters and kept a log of every storm that "
-    "reached the harbour.",
-    "Mr. Okafor painted violet sunsets over the bay in oils, and his paintings hung in the village hall for "
-    "the summer fair.",
-    "The village hall also held a market on Saturdays where farmers sold cheese, bread and honey from the "
-    "valley farms nearby.",
-    "A ferry crossed the bay twice a day, carrying tourists, bicycles and post between the island and the "
-    "mainland harbour town.",
-]
+# Paragraphs longer than short messages (selection's coverage bonus acts there): the same
+# as the coverage test's.
+DOCUMENTS = LONGER
 ZH = ["我去的公园是东湖公园。", "东湖公园真不错，湖边的公园步道很适合散步，公园里人也不多。",
       "我的上司名叫赵宇轩。", "我上司的电话是13206366146。", "我表哥的电话是13642035210。",
       "我同事的电话是19842342126。", "我舅舅去的公园是中山公园。", "我上司喜欢画画。"]
