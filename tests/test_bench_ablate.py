@@ -90,7 +90,7 @@ def test_cli_ablate_on_a_tiny_conversation(tmp_path) -> None:
 def test_cli_ablate_refuses_what_it_does_not_know(tmp_path) -> None:
     runner = CliRunner()
     unknown = runner.invoke(bench_app, ["ablate", "--data", f"locomo={tmp_path}", "--families", "nope"])
-    assert unknown.exit_code == 2 and "known: question_focus" in unknown.output
+    assert unknown.exit_code == 2 and "known: several_questions" in unknown.output
     joined = runner.invoke(bench_app, ["ablate", "--data", f"locomo={tmp_path}", "--families", "titles+nope"])
     assert joined.exit_code == 2 and "unknown rule family 'nope'" in joined.output
     unnamed = runner.invoke(bench_app, ["ablate", "--data", f"chats={tmp_path}"])

@@ -19,7 +19,7 @@ from zeromem.encoders.factory import (
     load_embedder,
     resolve_auto,
 )
-from zeromem.retrieval.profile import build_profile, question_focus, question_parts
+from zeromem.retrieval.profile import build_profile, question_parts
 from zeromem.retrieval.profile_zh import answer_type_zh, sentences
 
 
@@ -72,15 +72,12 @@ def test_english_profile_untouched():
     assert profile.answer_type == "date" and profile.subject == "Maria"
 
 
-def test_question_focus_keeps_the_question_sentences():
+def test_a_message_is_cut_into_sentences_at_its_ends():
     message = "今天好累啊。路上堵车了。对了，我的钥匙放在哪里了？"
-    assert question_focus(message) == "对了，我的钥匙放在哪里了？"
-    both = "电影几点开始？另外，我们在哪里见面？"
-    assert question_focus(both) == both  # every sentence asks: kept whole
-    assert question_focus("记得买牛奶。") == "记得买牛奶。"  # nothing asks: kept whole
+    assert sentences(message) == ["今天好累啊。", "路上堵车了。", "对了，我的钥匙放在哪里了？"]
+    assert question_parts(message) == [message]  # one question: searched as the whole message (D-069)
     quoted = "那个口号是“快乐。健康。”的活动在哪里？"
-    assert sentences(quoted) == [quoted] and question_focus("随便聊聊。" + quoted) == quoted
-    assert question_focus("I am tired. Where are my keys?") == "I am tired. Where are my keys?"
+    assert sentences("随便聊聊。" + quoted) == ["随便聊聊。", quoted]  # a quoted 。 ends nothing
 
 
 def test_question_parts_are_the_questions_of_a_message_that_asks_several():
@@ -95,7 +92,8 @@ def test_a_sentence_quoted_without_quote_marks_stays_in_its_question():
     # no sentence opens with the particle 的 or a comma: the 。 is inside the question
     question = "那个主要内容是参观老街，品尝小吃。的活动，地点在哪里？"
     assert sentences(question) == [question]
-    assert question_focus("今天好累。" + question) == question
+    other = "另外，上司的电话是多少？"
+    assert question_parts("今天好累。" + question + other) == [question, other]
     assert sentences("好的。，然后呢？") == ["好的。，然后呢？"]
     # 的确 ("indeed") is a word of its own: that sentence stands alone
     assert sentences("天气不错。的确很好。") == ["天气不错。", "的确很好。"]

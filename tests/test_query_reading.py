@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from zeromem import Memory
 from zeromem.encoders.tokenize import tokenize
-from zeromem.retrieval.profile import build_profile, hard_terms, question_focus, question_parts
+from zeromem.retrieval.profile import build_profile, hard_terms, question_parts
 from zeromem.retrieval.query_reading import Query, embedded, read_query
 
 # Two people chatting in short messages over January 2024: 26 turns (not a small scope), a
@@ -76,14 +76,13 @@ def test_a_message_is_read_as_its_questions_and_each_on_its_own(searched):
     _, prep, _ = searched
     message = "今天好累。这个公园叫什么名字？另外，上司的电话是多少？"
     query = _read(prep, message)
-    assert query.asked == message and query.text == question_focus(message) != message
+    assert query.asked == message and query.text == message  # searched whole: D-069 retired the focus
     assert [part.text for part in query.parts] == question_parts(query.text) == [
         "这个公园叫什么名字？", "另外，上司的电话是多少？"]
     assert all(part.asked == part.text and part.parts == () for part in query.parts)
     assert query.parts[1].profile == build_profile("另外，上司的电话是多少？", prep.speakers)
     assert _read(prep, message, each_question=False).parts == ()
     assert _read(prep, message, off={"several_questions"}).parts == ()
-    assert _read(prep, message, off={"question_focus"}).text == message
 
 
 def test_a_numeric_date_is_read_the_one_way_the_memory_allows(searched):
@@ -144,4 +143,4 @@ def test_every_field_is_read_from_the_one_searched_text(searched, text):
         assert set(reading.profile.temporal_cues) <= set(built.temporal_cues)
     # a part is read as its own text would be, searched alone
     for part in query.parts:
-        assert _read(prep, part.text, off={"question_focus", "speaker_aliases"}, each_question=False) == part
+        assert _read(prep, part.text, off={"speaker_aliases"}, each_question=False) == part

@@ -122,11 +122,14 @@ def test_every_family_has_an_origin_and_documented_constants() -> None:
 
 
 def test_an_unknown_family_is_refused_naming_the_known_ones(tmp_path) -> None:
-    with pytest.raises(InvalidInput, match="known: question_focus, several_questions"):
+    with pytest.raises(InvalidInput, match="known: several_questions, speaker_aliases"):
         checked_rules(["graph_view", "no_such_rule"])
     with pytest.raises(InvalidInput, match="unknown rule family 'graphview'"):
         Memory(tmp_path / "m.db", config=Config(retrieval=RetrievalConfig(disabled_rules=("graphview",))))
     assert checked_rules("graph_view") == {"graph_view"}  # one name written without its tuple
+    for retired in ("newest_value", "question_focus"):  # D-068, D-069: gone, not silently ignored
+        with pytest.raises(InvalidInput, match=f"unknown rule family '{retired}'"):
+            checked_rules([retired])
     assert rule_family("titles").origin.startswith("D-030")
 
 

@@ -14,12 +14,11 @@ from collections.abc import Iterable, Sequence
 
 from ..lexicon import MONTH_NAMES, QUESTION_LEAD_WORDS, QUESTION_WORDS, STOPWORDS, WEEKDAY_NAMES
 from .profile_zh import build_profile_zh
-from .profile_zh import question_focus as question_focus_zh
 from .profile_zh import question_parts as question_parts_zh
 from .query_profile import QueryProfile, time_cues
 
 __all__ = ["ANSWER_TYPES", "QueryProfile", "about_asker", "answer_labels", "answer_type", "build_profile",
-           "hard_terms", "is_first_person", "named_things", "query_names", "question_focus", "question_parts",
+           "hard_terms", "is_first_person", "named_things", "query_names", "question_parts",
            "time_cues"]
 
 _WORD = re.compile(r"[\w][\w'’-]*", re.UNICODE)
@@ -180,14 +179,6 @@ def about_asker(query: str) -> bool:
         asked = query[request.end():]
     rest = _REQUEST.sub(" ", _YOU_AS_OBJECT.sub(" ", asked))
     return bool(_FIRST_PERSON.search(rest)) and not _SECOND_PERSON.search(rest)
-
-
-def question_focus(query: str) -> str:
-    """What a message asks: for Chinese, its question sentences without the statements around
-    them (``profile_zh.question_focus``); other text as it is."""
-    if _HAN.search(query):
-        return question_focus_zh(query)
-    return query
 
 
 def question_parts(query: str) -> list[str]:

@@ -152,20 +152,6 @@ def _continues(piece: str) -> bool:
     return bool(words) and words[0][2] == "的" and words[0][3] == "uj"
 
 
-def question_focus(query: str) -> str:
-    """The part of a message that asks: its sentences ending in a question mark, in order.
-
-    A message that mixes statements with its question ("今天天气真好。……我上司叫什么名字？")
-    asks only the question; a statement beside it would pull in memories about itself. With no
-    question mark, or when every sentence asks, the message is kept whole.
-    """
-    parts = sentences(query)
-    asking = [s for s in parts if _ASKS.search(s)]
-    if not asking or len(asking) == len(parts):
-        return query
-    return "".join(asking).strip()
-
-
 def question_parts(query: str) -> list[str]:
     """The questions of a message that asks more than one ("这个公园叫什么？另外，上司的电话是多少？"),
     each on its own; one question, or none: ``[query]``."""

@@ -1,11 +1,11 @@
 """One reading of a question against a prepared scope: the frozen :class:`Query` a search uses.
 
-``read_query`` reads the question once, before any scoring: the question a message asks
-(``profile.question_focus``), the speakers' names as the conversation's speakers write them
-(``speaker_names.canonical``), what the query embedding reads, its index tokens, its profile φ(q)
-with a numeric date read the one way the memory's dates allow, its hard terms, and, for a
-message that asks several questions, each of them read on its own. Every step of the engine
-reads these fields; none reads the text again, so two steps cannot read one question two ways.
+``read_query`` reads the question once, before any scoring: the speakers' names as the
+conversation's speakers write them (``speaker_names.canonical``), what the query embedding
+reads, its index tokens, its profile φ(q) with a numeric date read the one way the memory's
+dates allow, its hard terms, and, for a message that asks several questions, each of them
+read on its own. Every step of the engine reads these fields; none reads the text again, so
+two steps cannot read one question two ways.
 Each rule family of ``rules.py`` that shapes the reading is honoured here (``off``).
 """
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from ..encoders.timexpr import TimeSpan
 from .prepared import PreparedScope
-from .profile import build_profile, hard_terms, question_focus, question_parts
+from .profile import build_profile, hard_terms, question_parts
 from .query_profile import QueryProfile
 
 READING_SLACK_DAYS = 31  # a date read two ways: the memory's dates ± this decide (one_reading)
@@ -30,8 +30,8 @@ class Query:
     asked: str
     """The text as the caller gave it (for a part: the sub-question as the message has it)."""
     text: str
-    """What is profiled, tokenized and matched verbatim: the message's question
-    (``question_focus``) with the speakers' other names written as the speakers' own."""
+    """What is profiled, tokenized and matched verbatim: the message with the speakers' other
+    names written as the speakers' own."""
     embedding_text: str
     """What the query embedding reads: ``text``, without the speakers' names in a memory of
     short messages (``embedded``)."""
@@ -55,8 +55,6 @@ def read_query(text: str, prep: PreparedScope, *, tokenize: Callable[[str], Sequ
     switched off (``rules.checked_rules``), ``each_question`` whether a message of several
     questions is also read question by question (``RetrievalConfig.answer_each_question``)."""
     read = text
-    if "question_focus" not in off:
-        read = question_focus(read)  # a message's question, not the statements around it
     if "speaker_aliases" not in off:
         # "Kate" for the account "Emi", "Faheem" for "Fahim": the speaker's name from here on.
         read = prep.speaker_names.canonical(read)

@@ -37,17 +37,12 @@ class RuleFamily:
 
 RULE_FAMILIES: tuple[RuleFamily, ...] = (
     RuleFamily(
-        "question_focus",
-        "a message with statements around its question is searched by its question (off: the "
-        "whole message)",
-        "D-026, D-051", "MemDaily (Chinese), HotpotQA pool",
-        tables=("retrieval/profile_zh.py:_ENDS", "retrieval/profile_zh.py:_ASKS")),
-    RuleFamily(
         "several_questions",
         "a message asking several questions also searches each one; their evidence takes turns "
         "(off: one search, as RetrievalConfig.answer_each_question=False)",
-        "D-053", "MemDaily",
-        tables=("retrieval/profile_zh.py:_JOINS",)),
+        "D-053, D-051", "MemDaily",
+        tables=("retrieval/profile_zh.py:_ENDS", "retrieval/profile_zh.py:_ASKS",
+                "retrieval/profile_zh.py:_JOINS")),
     RuleFamily(
         "speaker_aliases",
         "a question calling a speaker by another name (learned from greetings, or one spelling "
