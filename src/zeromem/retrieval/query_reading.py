@@ -71,7 +71,7 @@ def read_query(text: str, prep: PreparedScope, *, tokenize: Callable[[str], Sequ
 
 def _reading(asked: str, text: str, prep: PreparedScope, tokenize: Callable[[str], Sequence[str]],
              asked_on: dt.date | None, off: Collection[str]) -> Query:
-    """The fields of one question whose searched text is ``text`` (already focused)."""
+    """The fields of one question whose searched text is ``text`` (its names already canonical)."""
     profile = build_profile(text, prep.speakers, asked_on)
     cues = profile.temporal_cues
     if len({(c.start_char, c.end_char) for c in cues}) < len(cues) and "date_reading" not in off:
